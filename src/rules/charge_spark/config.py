@@ -1,0 +1,596 @@
+"""The rule set: every variant key of the spec with its default.
+
+A `RuleSet` is validated whenever it is built (directly, by `dataclasses.replace`,
+from a TOML file, from a mapping or from `--set` overrides), so code that holds
+one can rely on it. Errors are `RulesError`s with one-line messages naming the
+key (and, for a file, the file and line) and why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import tomli_w
+
+from .cards import ATTACK_CARDS, BONUS_CARDS, DEFAULT_COSTS, DEFAULT_DAMAGE, Card
+
+MAX_BONUS_CARDS = 8
+"""Largest bonus pile a rule set may have (keeps the state space bounded)."""
+
+TILE_KINDS: tuple[str, ...] = ("battery", "disc")
+ATTACK_ORDER: tuple[Card, ...] = tuple(card for card in Card if card in ATTACK_CARDS)
+FREE_CORE: tuple[Card, ...] = (Card.CHARGE, Card.BARRIER, Card.MOVE)
+"""Two of these must be free: at most one is in the rest zone, so one is always playable."""
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "recovery": ("battery+disc", "battery"),
+    "clash": ("stronger", "difference"),
+    "double_goal": ("cancel",),
+    "contested_draw": ("coin", "nobody"),
+}
+
+# Top-level keys of a rule file / canonical mapping, in output order.
+KEYS: tuple[str, ...] = (
+    "name", "board", "health", "battery_tiles", "start_battery", "disc_tiles",
+    "start_disc", "bonus_cards", "recovery", "clash", "double_goal",
+    "contested_draw", "counter_reflect", "barrier_reduce", "cost", "damage",
+)
+GAME_KEYS: tuple[str, ...] = tuple(key for key in KEYS if key != "name")
+"""The keys that define the game (`name` is only a title)."""
+STRING_KEYS: frozenset[str] = frozenset({"name", "board", *CHOICES})
+LIST_KEYS: frozenset[str] = frozenset({"bonus_cards"})
+
+
+class RulesError(ValueError):
+    """A bad rule set: `key` (dotted, or None) is wrong because of `reason`.
+
+    `source` (a file name or `--set ARG`) and `line` locate it; `related` are
+    other keys whose values take part (used to find a line or a `--set`).
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        key: str | None = None,
+        source: str | None = None,
+        line: int | None = None,
+        related: tuple[str, ...] = (),
+    ) -> None:
+        self.reason = reason
+        self.key = key
+        self.source = source
+        self.line = line
+        self.related = related
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        parts = []
+        if self.source is not None:
+            parts.append(self.source if self.line is None else f"{self.source} line {self.line}")
+        if self.key is not None:
+            parts.append(self.key)
+        parts.append(self.reason)
+        return ": ".join(parts)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def located(self, source: str | None, line: int | None = None) -> "RulesError":
+        """The same error, said to come from `source` (and `line`)."""
+        return RulesError(self.reason, key=self.key, source=source, line=line, related=self.related)
+
+
+def _default_costs() -> tuple[tuple[int, int], ...]:
+    return tuple(DEFAULT_COSTS.get(card, (0, 0)) for card in Card)
+
+
+def _default_damage() -> tuple[int, ...]:
+    return tuple(DEFAULT_DAMAGE.get(card, 0) for card in Card)
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """One rule set. Costs and damages are indexed by `Card` code."""
+
+    name: str = ""
+    board: str = "S.*.*M"
+    health: int = 4
+    battery_tiles: int = 4
+    start_battery: int = 2
+    disc_tiles: int = 4
+    start_disc: int = 0
+    bonus_cards: tuple[Card, ...] = BONUS_CARDS
+    recovery: str = "battery+disc"
+    clash: str = "stronger"
+    double_goal: str = "cancel"
+    contested_draw: str = "coin"
+    counter_reflect: int = 2
+    barrier_reduce: int = 1
+    costs: tuple[tuple[int, int], ...] = field(default_factory=_default_costs)
+    damage: tuple[int, ...] = field(default_factory=_default_damage)
+
+    def __post_init__(self) -> None:
+        _validate(self)
+
+    def cost(self, card: Card) -> tuple[int, int]:
+        """(battery, disc) paid to play `card`."""
+        return self.costs[card]
+
+    def damage_of(self, card: Card) -> int:
+        return self.damage[card]
+
+    @property
+    def moves_to_moon(self) -> int:
+        """Moves from the start space to the moon (pawn progress runs 0 .. this - 1)."""
+        return len(self.board) - 1
+
+    def is_star(self, progress: int) -> bool:
+        """Whether the space reached after `progress` moves bears a star."""
+        return 0 < progress < self.moves_to_moon and self.board[progress] == "*"
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _is_int(value: object) -> bool:
+    # bool is an int subclass, but `health = true` is a mistake, not 1.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_int(key: str, value: object, low: int, high: int | None = None,
+               high_name: str | None = None, related: tuple[str, ...] = ()) -> None:
+    if high is None:
+        want = f"an integer >= {low}"
+    else:
+        want = f"an integer from {low} to {high_name} ({high})" if high_name else f"an integer from {low} to {high}"
+    if not _is_int(value) or value < low or (high is not None and value > high):
+        raise RulesError(f"must be {want}, got {value!r}", key=key, related=related)
+
+
+def _check_board(board: object) -> None:
+    shape = "S (start), then '.' plain or '*' star spaces, then M (moon), e.g. 'S.*.*M'"
+    if not isinstance(board, str):
+        raise RulesError(f"must be a string: {shape}; got {board!r}", key="board")
+    if not board:
+        raise RulesError(f"must be {shape}; got ''", key="board")
+    if board[0] != "S":
+        raise RulesError(f"character 1 {board[0]!r} must be 'S'; a board is {shape}", key="board")
+    if len(board) < 2:
+        raise RulesError(f"{board!r} has no moon (needs at least one move); a board is {shape}", key="board")
+    for i, char in enumerate(board[1:-1], start=2):
+        if char not in ".*":
+            raise RulesError(f"character {i} {char!r} must be '.' or '*'; a board is {shape}", key="board")
+    if board[-1] != "M":
+        raise RulesError(f"last character {len(board)} {board[-1]!r} must be 'M'; a board is {shape}", key="board")
+
+
+def _validate(rules: RuleSet) -> None:
+    """Check every field of `rules` and normalise its containers (it is frozen)."""
+    if not isinstance(rules.name, str):
+        raise RulesError(f"must be a string, got {rules.name!r}", key="name")
+    _check_board(rules.board)
+    _check_int("health", rules.health, 1)
+    _check_int("battery_tiles", rules.battery_tiles, 0)
+    _check_int("start_battery", rules.start_battery, 0, rules.battery_tiles, "battery_tiles",
+               related=("battery_tiles",))
+    _check_int("disc_tiles", rules.disc_tiles, 0)
+    _check_int("start_disc", rules.start_disc, 0, rules.disc_tiles, "disc_tiles",
+               related=("disc_tiles",))
+    _check_int("counter_reflect", rules.counter_reflect, 0)
+    _check_int("barrier_reduce", rules.barrier_reduce, 0)
+    for key, allowed in CHOICES.items():
+        value = getattr(rules, key)
+        if value not in allowed or not isinstance(value, str):
+            options = ", ".join(repr(a) for a in allowed)
+            raise RulesError(f"must be one of {options}, got {value!r}", key=key)
+
+    object.__setattr__(rules, "bonus_cards", _checked_bonus(rules.bonus_cards))
+    object.__setattr__(rules, "costs", _checked_costs(rules.costs))
+    object.__setattr__(rules, "damage", _checked_damage(rules.damage))
+
+    not_free = [card for card in FREE_CORE if rules.costs[card] != (0, 0)]
+    if len(not_free) > 1:
+        detail = ", ".join(f"{card.label} costs {_cost_text(rules.costs[card])}" for card in not_free)
+        raise RulesError(
+            "at least two of charge, barrier and move must be free so that a player always has "
+            f"a legal card (at most one of them is in the rest zone); {detail}",
+            key="cost", related=tuple(f"cost.{card.label}" for card in not_free),
+        )
+
+
+def _cost_text(cost: tuple[int, int]) -> str:
+    return " + ".join(f"{n} {kind}" for n, kind in zip(cost, TILE_KINDS) if n)
+
+
+def _checked_bonus(value: object) -> tuple[Card, ...]:
+    bonus_names = ", ".join(card.label for card in BONUS_CARDS)
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise RulesError(f"must be a list of bonus cards ({bonus_names}), got {value!r}", key="bonus_cards")
+    cards = tuple(value)
+    for card in cards:
+        if not isinstance(card, Card):
+            raise RulesError(f"must be a list of bonus cards ({bonus_names}), got {card!r}", key="bonus_cards")
+        if not card.is_bonus:
+            raise RulesError(f"{card.label} is a base card; bonus cards are {bonus_names}", key="bonus_cards")
+    if len(cards) > MAX_BONUS_CARDS:
+        raise RulesError(f"at most {MAX_BONUS_CARDS} cards, got {len(cards)}", key="bonus_cards")
+    # A multiset: the canonical form is sorted, so order never matters.
+    return tuple(sorted(cards))
+
+
+def _checked_costs(value: object) -> tuple[tuple[int, int], ...]:
+    try:
+        pairs = [tuple(pair) for pair in value]  # type: ignore[union-attr]
+    except TypeError:
+        raise RulesError(f"must be one (battery, disc) pair per card, got {value!r}", key="cost") from None
+    if len(pairs) != len(Card):
+        raise RulesError(f"must have one (battery, disc) pair per card ({len(Card)}), got {len(pairs)}", key="cost")
+    for card, pair in zip(Card, pairs):
+        if len(pair) != len(TILE_KINDS):
+            raise RulesError(f"must be a (battery, disc) pair, got {pair!r}", key=f"cost.{card.label}")
+        for kind, amount in zip(TILE_KINDS, pair):
+            _check_int(f"cost.{card.label}.{kind}", amount, 0)
+    return tuple((pair[0], pair[1]) for pair in pairs)
+
+
+def _checked_damage(value: object) -> tuple[int, ...]:
+    try:
+        amounts = tuple(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise RulesError(f"must be one amount per card, got {value!r}", key="damage") from None
+    if len(amounts) != len(Card):
+        raise RulesError(f"must have one amount per card ({len(Card)}), got {len(amounts)}", key="damage")
+    attacks = ", ".join(card.label for card in ATTACK_ORDER)
+    for card, amount in zip(Card, amounts):
+        key = f"damage.{card.label}"
+        if card.is_attack:
+            _check_int(key, amount, 0)
+        elif amount != 0 or not _is_int(amount):
+            raise RulesError(f"only attack cards ({attacks}) deal damage, got {amount!r}", key=key)
+    return amounts
+
+
+# ------------------------------------------------------------ mappings / TOML
+
+
+def _unknown(key: str, known: Iterable[str], what: str = "key") -> RulesError:
+    return RulesError(f"unknown {what} (known: {', '.join(known)})", key=key)
+
+
+def _card_key(key: str, name: object, allowed: Iterable[Card], what: str) -> Card:
+    # Keys are lower case as in the spec; values (bonus_cards) go through Card.parse.
+    for card in allowed:
+        if name == card.label:
+            return card
+    raise _unknown(key, [card.label for card in allowed], what)
+
+
+def _fields_from_mapping(mapping: Mapping[str, Any], base: RuleSet) -> dict[str, Any]:
+    """RuleSet constructor arguments: `base`'s values with `mapping`'s keys applied."""
+    if not isinstance(mapping, Mapping):
+        raise RulesError(f"a rule set must be a table, got {mapping!r}")
+    values: dict[str, Any] = {f.name: getattr(base, f.name) for f in fields(RuleSet)}
+    costs = list(base.costs)
+    damage = list(base.damage)
+    for key, value in mapping.items():
+        if key not in KEYS:
+            raise _unknown(str(key), KEYS)
+        if key == "cost":
+            if not isinstance(value, Mapping):
+                raise RulesError(f"must be a table of cards, e.g. lightning = {{ battery = 3 }}, got {value!r}",
+                                 key="cost")
+            for name, table in value.items():
+                card = _card_key(f"cost.{name}", name, Card, "card")
+                costs[card] = _cost_from_table(f"cost.{name}", table)
+        elif key == "damage":
+            if not isinstance(value, Mapping):
+                raise RulesError(f"must be a table of attack cards, e.g. lightning = 2, got {value!r}",
+                                 key="damage")
+            for name, amount in value.items():
+                card = _card_key(f"damage.{name}", name, ATTACK_ORDER, "attack card")
+                damage[card] = amount
+        elif key == "bonus_cards":
+            values[key] = _bonus_from_list(value)
+        else:
+            values[key] = value
+    values["costs"] = tuple(costs)
+    values["damage"] = tuple(damage)
+    return values
+
+
+def _cost_from_table(key: str, table: object) -> tuple[Any, Any]:
+    """A card's cost table replaces that card's cost; a tile kind left out costs 0."""
+    if not isinstance(table, Mapping):
+        raise RulesError(f"must be a table like {{ battery = 1, disc = 0 }}, got {table!r}", key=key)
+    for kind in table:
+        if kind not in TILE_KINDS:
+            raise _unknown(f"{key}.{kind}", TILE_KINDS, "tile kind")
+    return (table.get("battery", 0), table.get("disc", 0))
+
+
+def _bonus_from_list(value: object) -> tuple[Card, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise RulesError(f"must be a list of card names, e.g. [\"ray\", \"trap\"], got {value!r}",
+                         key="bonus_cards")
+    cards = []
+    for name in value:
+        if not isinstance(name, str):
+            raise RulesError(f"must be a list of card names, got {name!r}", key="bonus_cards")
+        try:
+            cards.append(Card.parse(name))
+        except ValueError as exc:
+            raise RulesError(str(exc), key="bonus_cards") from None
+    return tuple(cards)
+
+
+def rules_from_mapping(mapping: Mapping[str, Any], source: str = "rules") -> RuleSet:
+    """A rule set from TOML-shaped data; keys left out take their defaults.
+
+    `source` names where the data came from in error messages.
+    """
+    try:
+        return RuleSet(**_fields_from_mapping(mapping, RuleSet()))
+    except RulesError as exc:
+        raise exc.located(source) from None
+
+
+def canonical_mapping(rules: RuleSet) -> dict[str, Any]:
+    """Every key and value, JSON-serialisable (for `--json` and fingerprints)."""
+    return {
+        "name": rules.name,
+        "board": rules.board,
+        "health": rules.health,
+        "battery_tiles": rules.battery_tiles,
+        "start_battery": rules.start_battery,
+        "disc_tiles": rules.disc_tiles,
+        "start_disc": rules.start_disc,
+        "bonus_cards": [card.label for card in rules.bonus_cards],
+        "recovery": rules.recovery,
+        "clash": rules.clash,
+        "double_goal": rules.double_goal,
+        "contested_draw": rules.contested_draw,
+        "counter_reflect": rules.counter_reflect,
+        "barrier_reduce": rules.barrier_reduce,
+        "cost": {card.label: dict(zip(TILE_KINDS, rules.cost(card))) for card in Card},
+        "damage": {card.label: rules.damage_of(card) for card in ATTACK_ORDER},
+    }
+
+
+def fingerprint(rules: RuleSet) -> str:
+    """12 hex digits identifying the game the rules define (the name is ignored)."""
+    game = {key: value for key, value in canonical_mapping(rules).items() if key in GAME_KEYS}
+    text = json.dumps(game, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+# ------------------------------------------------------------------- files
+
+
+_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
+
+
+def load_rules(path: str | os.PathLike[str]) -> RuleSet:
+    """The rule set in the TOML file at `path`; RulesError naming the file (and line)."""
+    source = os.fspath(path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise RulesError(f"cannot read rules file: {exc.strerror or exc}", source=source) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RulesError(f"not UTF-8 text: {exc.reason} at byte {exc.start}", source=source) from None
+    return rules_from_toml(text, source)
+
+
+def rules_from_toml(text: str, source: str = "rules") -> RuleSet:
+    """The rule set in TOML `text`; errors name `source` and the line."""
+    try:
+        mapping = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        match = _TOML_POSITION.search(message)
+        if match is None:
+            # "(at end of document)": the last line is where the text ran out.
+            message = message.replace(" (at end of document)", " at end of file")
+            raise RulesError(f"invalid TOML: {message}", source=source,
+                             line=max(1, len(text.splitlines()))) from None
+        reason = f"invalid TOML: {message[:match.start()]} (column {match.group(2)})"
+        raise RulesError(reason, source=source, line=int(match.group(1))) from None
+    try:
+        return RuleSet(**_fields_from_mapping(mapping, RuleSet()))
+    except RulesError as exc:
+        line = None
+        # Most specific key first: `cost.move` locates a line better than `cost`.
+        keys = sorted((k for k in (exc.key, *exc.related) if k is not None), key=lambda k: -k.count("."))
+        for key in keys:
+            line = _find_line(text, key)
+            if line is not None:
+                break
+        raise exc.located(source, line) from None
+
+
+def _split_key(text: str) -> list[str]:
+    """A TOML dotted key as its parts (quotes removed); good enough for locating lines."""
+    parts = re.findall(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'|[^.]+', text)
+    return [part.strip().strip("\"'").strip() for part in parts if part.strip()]
+
+
+def _find_line(text: str, key: str) -> int | None:
+    """The 1-based line that sets `key` (or the table holding it), by scanning `text`.
+
+    The best match is the line whose full dotted key is longest among those
+    equal to `key`, a prefix of it (an inline table holding it) or extending it.
+    """
+    target = key.split(".")
+    table: list[str] = []
+    best: tuple[int, int] | None = None  # (score, line)
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            header = line.strip("[]").split("]")[0] if "]" in line else line.strip("[")
+            table = _split_key(header.strip("[]"))
+            path = table
+        elif "=" in line:
+            path = table + _split_key(line.split("=", 1)[0])
+        else:
+            continue
+        common = 0
+        while common < min(len(path), len(target)) and path[common] == target[common]:
+            common += 1
+        if common == 0 or (common < len(path) and common < len(target)):
+            continue  # diverges from the key: unrelated
+        score = 2 * common + (1 if len(path) <= len(target) else 0)
+        if best is None or score > best[0]:
+            best = (score, number)
+    return None if best is None else best[1]
+
+
+def rules_to_toml(rules: RuleSet) -> str:
+    """The rule set as a commented TOML file; `load_rules` of it gives `rules` back."""
+    def value(key: str, item: object) -> str:
+        # tomli_w escapes strings correctly (control characters, quotes, DEL).
+        return tomli_w.dumps({key: item}).strip()
+
+    bonus = ", ".join(f'"{card.label}"' for card in rules.bonus_cards)
+    lines = [
+        f"# Charge & Spark rule set (fingerprint {fingerprint(rules)}).",
+        "# Every key is optional: a key left out takes its default.",
+        "",
+        "# A title only; it does not change the game or the fingerprint.",
+        value("name", rules.name),
+        "# The track from a player's start to the moon: S start, . plain space,",
+        "# * star (landing draws a bonus card), M moon. The default is an assumption.",
+        value("board", rules.board),
+        "# Face-up Health at the start; reaching 0 loses.",
+        value("health", rules.health),
+        "# Battery tiles (cap on face-up Battery) and how many start face up.",
+        value("battery_tiles", rules.battery_tiles),
+        value("start_battery", rules.start_battery),
+        "# Disc tiles (cap on face-up Disc) and how many start face up.",
+        value("disc_tiles", rules.disc_tiles),
+        value("start_disc", rules.start_disc),
+        f"# The shared bonus pile, a multiset of ray, recovery, trap, copy (at most {MAX_BONUS_CARDS}).",
+        f"bonus_cards = [{bonus}]",
+        '# Recovery gives "battery+disc" (English rulebook) or "battery" only (French page).',
+        value("recovery", rules.recovery),
+        '# Two attacks meet: the weaker side takes the "stronger" card\'s damage, or the "difference".',
+        value("clash", rules.clash),
+        '# Both pawns reach the moon in one turn: "cancel" both moves.',
+        value("double_goal", rules.double_goal),
+        '# Both pawns land on a star with one bonus card left: "coin" decides, or "nobody" draws.',
+        value("contested_draw", rules.contested_draw),
+        "# Damage an attacker takes when its attack meets Counter.",
+        value("counter_reflect", rules.counter_reflect),
+        "# How much less an attack deals against Barrier.",
+        value("barrier_reduce", rules.barrier_reduce),
+        "",
+        "# Face-up tiles paid to play each card. A card's table replaces its cost;",
+        "# a tile kind left out costs 0. At least two of charge, barrier, move must be free.",
+        "[cost]",
+    ]
+    for card in Card:
+        battery, disc = rules.cost(card)
+        lines.append(f"{card.label} = {{ battery = {battery}, disc = {disc} }}")
+    lines += ["", "# Damage dealt by each attack card.", "[damage]"]
+    for card in ATTACK_ORDER:
+        lines.append(f"{card.label} = {rules.damage_of(card)}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- overrides
+
+
+def _override_value(key: str, text: str) -> Any:
+    """VALUE of `--set KEY=VALUE`: a TOML value where it parses as one, else a bare string."""
+    text = text.strip()
+    try:
+        value: Any = tomllib.loads(f"value = {text}")["value"]
+    except tomllib.TOMLDecodeError:
+        value = text
+    if key in STRING_KEYS and not isinstance(value, str):
+        value = text  # `--set name=2024` means the title "2024", not an integer
+    if key in LIST_KEYS and isinstance(value, str):
+        value = [item.strip() for item in value.split(",")] if value.strip() else []
+    return value
+
+
+def _set_path(mapping: dict[str, Any], parts: list[str], value: Any) -> None:
+    """Set dotted key `parts` in the full canonical `mapping`, rejecting unknown keys."""
+    top = parts[0]
+    if top not in KEYS:
+        raise _unknown(top, KEYS)
+    if top in ("cost", "damage"):
+        allowed = tuple(Card) if top == "cost" else ATTACK_ORDER
+        if len(parts) == 1:
+            # A whole table merges card by card, as a rule file does over the defaults.
+            mapping[top] = {**mapping[top], **value} if isinstance(value, Mapping) else value
+            return
+        what = "card" if top == "cost" else "attack card"
+        card = _card_key(f"{top}.{parts[1]}", parts[1], allowed, what)
+        if len(parts) == 2:
+            mapping[top][card.label] = value
+            return
+        if top == "cost" and len(parts) == 3:
+            if parts[2] not in TILE_KINDS:
+                raise _unknown(".".join(parts), TILE_KINDS, "tile kind")
+            current = mapping["cost"][card.label]
+            # One tile kind: the card's other tile kind keeps its current value.
+            mapping["cost"][card.label] = {**(current if isinstance(current, Mapping) else {}),
+                                           parts[2]: value}
+            return
+        raise RulesError("unknown key (too many parts)", key=".".join(parts))
+    if len(parts) > 1:
+        raise RulesError(f"unknown key ({top} has no sub-keys)", key=".".join(parts))
+    mapping[top] = value
+
+
+def _related(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def apply_overrides(rules: RuleSet, overrides: Iterable[str]) -> RuleSet:
+    """`rules` with `--set KEY=VALUE` overrides applied (dotted keys, e.g. cost.lightning.battery=3).
+
+    All overrides are applied before validating, so their order does not
+    matter (`battery_tiles=1` then `start_battery=1` works from the defaults).
+    """
+    overrides = list(overrides)
+    if not overrides:
+        return rules
+    mapping = canonical_mapping(rules)
+    applied: list[tuple[str, str]] = []  # (argument, dotted key)
+    for argument in overrides:
+        source = f"--set {argument}"
+        if "=" not in argument:
+            raise RulesError("expected KEY=VALUE (no '=')", source=source)
+        key_text, value_text = argument.split("=", 1)
+        parts = [part.strip() for part in key_text.split(".")]
+        if not key_text.strip() or any(not part for part in parts):
+            raise RulesError("empty key; expected KEY=VALUE, e.g. health=5", source=source)
+        key = ".".join(parts)
+        try:
+            _set_path(mapping, parts, _override_value(parts[0], value_text))
+        except RulesError as exc:
+            raise exc.located(source) from None
+        applied.append((argument, key))
+    try:
+        return RuleSet(**_fields_from_mapping(mapping, rules))
+    except RulesError as exc:
+        # Name the override that set the failing key, else every override.
+        for argument, key in reversed(applied):
+            if any(k is not None and _related(k, key) for k in (exc.key, *exc.related)):
+                raise exc.located(f"--set {argument}") from None
+        raise exc.located("--set " + " ".join(overrides)) from None

@@ -1,0 +1,89 @@
+"""Charge & Spark seen through the solver's protocol (`solver.protocol`).
+
+This module only adapts shapes; it imports nothing from the solver, the
+solver imports nothing from here. Actions are card codes; terminal outcome 0
+is "P1 wins" (payoff 1), 1 is "P2 wins" (payoff 0); play that never ends is
+worth 0.5 to each.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cards import Card
+from .config import RuleSet
+from .state import Position, PositionCodec
+from .transitions import expand_codes, turn_tables
+from .turn import Winner, legal_cards, resolve_turn
+
+
+class ExpansionArrays:
+    """Duck-typed `solver.protocol.Expansion` (kept local so rules never import solver)."""
+
+    def __init__(self, row_count, row_actions, col_count, col_actions, out_count, out_next, out_prob):
+        self.row_count = row_count
+        self.row_actions = row_actions
+        self.col_count = col_count
+        self.col_actions = col_actions
+        self.out_count = out_count
+        self.out_next = out_next
+        self.out_prob = out_prob
+
+
+class ChargeSparkGame:
+    """The game under one rule set, with compiled transitions."""
+
+    action_labels = tuple(card.label for card in Card)
+    terminal_labels = ("P1 wins", "P2 wins")
+    terminal_payoff = np.array([1.0, 0.0])
+    unending_payoff = 0.5
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.rules = rules
+        self.codec = PositionCodec(rules)
+        self.tables = turn_tables(rules)
+
+    def encode(self, position: Position) -> int:
+        return self.codec.encode(position)
+
+    def decode(self, code: int) -> Position:
+        return self.codec.decode(code)
+
+    def expand(self, codes: np.ndarray) -> ExpansionArrays:
+        return ExpansionArrays(*expand_codes(self.tables, codes))
+
+    def swap(self, codes: np.ndarray) -> np.ndarray:
+        players = self.codec.players
+        codes = np.asarray(codes, dtype=np.int64)
+        return (codes % players) * players + codes // players
+
+
+class ReferenceChargeSparkGame(ChargeSparkGame):
+    """The same game expanded by the readable `resolve_turn`: slow, the reference."""
+
+    def expand(self, codes: np.ndarray) -> ExpansionArrays:
+        row_count, row_actions, col_count, col_actions = [], [], [], []
+        out_count, out_next, out_prob = [], [], []
+        for code in np.asarray(codes, dtype=np.int64):
+            position = self.codec.decode(int(code))
+            rows = legal_cards(self.rules, position.p1)
+            cols = legal_cards(self.rules, position.p2)
+            row_count.append(len(rows))
+            col_count.append(len(cols))
+            row_actions.extend(rows)
+            col_actions.extend(cols)
+            for card1 in rows:
+                for card2 in cols:
+                    outcomes = resolve_turn(self.rules, position, card1, card2)
+                    out_count.append(len(outcomes))
+                    for probability, result in outcomes:
+                        out_prob.append(float(probability))
+                        if isinstance(result, Winner):
+                            out_next.append(-1 - result.value)
+                        else:
+                            out_next.append(self.codec.encode(result))
+        as_int = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
+        return ExpansionArrays(
+            as_int(row_count), as_int(row_actions), as_int(col_count), as_int(col_actions),
+            as_int(out_count), as_int(out_next), np.array(out_prob, dtype=np.float64),
+        )

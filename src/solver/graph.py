@@ -1,0 +1,144 @@
+"""The explicit game graph: every reachable state, its stage game, its transitions.
+
+All arrays, no Python object per state. For state i:
+
+- P1's legal actions are `row_actions[row_ptr[i]:row_ptr[i+1]]` (m_i of them),
+  P2's are `col_actions[col_ptr[i]:col_ptr[i+1]]` (n_i of them);
+- its stage-game cells are `cell_ptr[i] .. cell_ptr[i+1]` (m_i * n_i of them),
+  row-major: cell `cell_ptr[i] + r * n_i + c` is P1's r-th action against
+  P2's c-th;
+- cell k leads to outcomes `out_ptr[k] .. out_ptr[k+1]`: with probability
+  `out_prob[j]` to state index `out_next[j]` when that is >= 0, or to terminal
+  outcome `t = -1 - out_next[j]` (payoff `terminal_payoff[t]` to P1) when it is
+  negative.
+
+Play that never ends pays `unending_payoff` to P1. P1 maximises, P2 minimises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class GameGraph:
+    states: np.ndarray  # int64 state codes, sorted ascending
+    row_ptr: np.ndarray  # int64, n + 1
+    row_actions: np.ndarray  # int16 action ids
+    col_ptr: np.ndarray  # int64, n + 1
+    col_actions: np.ndarray  # int16 action ids
+    cell_ptr: np.ndarray  # int64, n + 1
+    out_ptr: np.ndarray  # int64, cells + 1
+    out_next: np.ndarray  # int64
+    out_prob: np.ndarray  # float64
+    terminal_payoff: np.ndarray  # float64, one per terminal outcome
+    terminal_labels: tuple[str, ...]
+    unending_payoff: float
+    action_labels: tuple[str, ...]
+
+    @property
+    def num_states(self) -> int:
+        return int(self.states.shape[0])
+
+    @property
+    def num_cells(self) -> int:
+        return int(self.cell_ptr[-1])
+
+    def index_of(self, code: int) -> int:
+        """Index of the state with encoding `code`; KeyError if it is not in the graph."""
+        i = int(np.searchsorted(self.states, code))
+        if i >= self.num_states or self.states[i] != code:
+            raise KeyError(code)
+        return i
+
+    def shape(self, i: int) -> tuple[int, int]:
+        """(P1's legal actions, P2's legal actions) at state i."""
+        return (
+            int(self.row_ptr[i + 1] - self.row_ptr[i]),
+            int(self.col_ptr[i + 1] - self.col_ptr[i]),
+        )
+
+    def stage_matrix(self, i: int, values: np.ndarray) -> np.ndarray:
+        """Stage game at state i: expected continuation payoff of each action pair."""
+        m, n = self.shape(i)
+        first = int(self.cell_ptr[i])
+        matrix = np.empty(m * n)
+        for k in range(m * n):
+            lo, hi = self.out_ptr[first + k], self.out_ptr[first + k + 1]
+            nxt = self.out_next[lo:hi]
+            prob = self.out_prob[lo:hi]
+            cont = np.where(nxt >= 0, values[np.maximum(nxt, 0)], self.terminal_payoff[-1 - np.minimum(nxt, -1)])
+            matrix[k] = float(prob @ cont)
+        return matrix.reshape(m, n)
+
+
+def _ptr(counts: np.ndarray) -> np.ndarray:
+    ptr = np.zeros(counts.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    return ptr
+
+
+def reachable_states(
+    game, roots: np.ndarray, progress=None, max_states: int | None = None
+) -> np.ndarray:
+    """Sorted codes of every state reachable from `roots` (breadth first, batched).
+
+    `progress(count)` is called after each layer with the number found so far.
+    Raises `GraphTooLargeError` past `max_states`.
+    """
+    seen = np.unique(np.asarray(roots, dtype=np.int64))
+    frontier = seen
+    while frontier.size:
+        expansion = game.expand(frontier)
+        nxt = expansion.out_next
+        successors = np.unique(nxt[nxt >= 0])
+        frontier = successors[~_sorted_contains(seen, successors)]
+        if frontier.size:
+            seen = np.union1d(seen, frontier)
+        if progress is not None:
+            progress(seen.size)
+        if max_states is not None and seen.size > max_states:
+            raise GraphTooLargeError(
+                f"more than {max_states:,} reachable states (limit; see --max-states)"
+            )
+    return seen
+
+
+class GraphTooLargeError(RuntimeError):
+    """The reachable state space exceeds the allowed size."""
+
+
+def _sorted_contains(haystack: np.ndarray, needles: np.ndarray) -> np.ndarray:
+    at = np.searchsorted(haystack, needles)
+    at = np.minimum(at, haystack.size - 1)
+    return haystack[at] == needles
+
+
+def build_graph(game, states: np.ndarray, chunk: int = 1 << 16) -> GameGraph:
+    """The `GameGraph` over `states` (sorted, closed under transitions)."""
+    parts = [game.expand(states[lo : lo + chunk]) for lo in range(0, states.size, chunk)]
+    cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
+    row_count, col_count = cat("row_count"), cat("col_count")
+    out_next = cat("out_next")
+    live = out_next >= 0
+    index = np.searchsorted(states, out_next[live])
+    if index.size and (index.max() >= states.size or np.any(states[index] != out_next[live])):
+        raise ValueError("states are not closed under transitions")
+    out_next[live] = index
+    return GameGraph(
+        states=states,
+        row_ptr=_ptr(row_count),
+        row_actions=cat("row_actions").astype(np.int16),
+        col_ptr=_ptr(col_count),
+        col_actions=cat("col_actions").astype(np.int16),
+        cell_ptr=_ptr(row_count * col_count),
+        out_ptr=_ptr(cat("out_count")),
+        out_next=out_next,
+        out_prob=cat("out_prob"),
+        terminal_payoff=np.asarray(game.terminal_payoff, dtype=np.float64),
+        terminal_labels=tuple(game.terminal_labels),
+        unending_payoff=float(game.unending_payoff),
+        action_labels=tuple(game.action_labels),
+    )

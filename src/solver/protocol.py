@@ -1,0 +1,55 @@
+"""What a game must offer the solver.
+
+The solver knows two-player zero-sum stochastic games with simultaneous moves
+and chance, and nothing of any particular game. A game hands over batches of
+integer-encoded states and gets back, per state, both players' legal actions
+and, per action pair, the chance outcomes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class Expansion:
+    """The stage games of a batch of states, flattened (see `graph.GameGraph`).
+
+    State i of the batch has `row_count[i]` actions for P1 and `col_count[i]`
+    for P2 (concatenated in `row_actions` / `col_actions`), and
+    `row_count[i] * col_count[i]` cells in row-major order. Cell k has
+    `out_count[k]` outcomes: `out_next` holds the next state's code, or
+    `-1 - t` for terminal outcome t; `out_prob` their probabilities.
+    """
+
+    row_count: np.ndarray
+    row_actions: np.ndarray
+    col_count: np.ndarray
+    col_actions: np.ndarray
+    out_count: np.ndarray
+    out_next: np.ndarray
+    out_prob: np.ndarray
+
+
+class StochasticGame(Protocol):
+    """A two-player zero-sum stochastic game with simultaneous moves and chance."""
+
+    action_labels: tuple[str, ...]
+    """Name of each action id."""
+    terminal_labels: tuple[str, ...]
+    """Name of each terminal outcome."""
+    terminal_payoff: np.ndarray
+    """Payoff to P1 of each terminal outcome."""
+    unending_payoff: float
+    """Payoff to P1 when play never ends."""
+
+    def expand(self, codes: np.ndarray) -> Expansion:
+        """Legal actions and transitions of each state in `codes` (int64)."""
+        ...
+
+    def swap(self, codes: np.ndarray) -> np.ndarray | None:
+        """The seat-swapped codes if the game is symmetric between seats, else None."""
+        ...

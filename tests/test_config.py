@@ -1,0 +1,398 @@
+"""Rule sets: loading from TOML and --set, validation messages, fingerprints, TOML output."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rules.charge_spark.cards import BONUS_CARDS, Card
+from rules.charge_spark.config import (
+    RuleSet,
+    RulesError,
+    apply_overrides,
+    canonical_mapping,
+    fingerprint,
+    load_rules,
+    rules_from_mapping,
+    rules_from_toml,
+    rules_to_toml,
+)
+
+DEFAULT = RuleSet()
+
+
+def costs_with(**changes: tuple[int, int]) -> tuple[tuple[int, int], ...]:
+    costs = list(DEFAULT.costs)
+    for name, cost in changes.items():
+        costs[Card.parse(name)] = cost
+    return tuple(costs)
+
+
+def damage_with(**changes: int) -> tuple[int, ...]:
+    damage = list(DEFAULT.damage)
+    for name, amount in changes.items():
+        damage[Card.parse(name)] = amount
+    return tuple(damage)
+
+
+# ------------------------------------------------------------------ loading
+
+# (TOML text, --set arguments, the RuleSet both must give)
+EVERY_KEY = [
+    ('name = "Lightning costs 3"', ["name=Lightning costs 3"], RuleSet(name="Lightning costs 3")),
+    ('board = "S*M"', ["board=S*M"], RuleSet(board="S*M")),
+    ("health = 6", ["health=6"], RuleSet(health=6)),
+    ("battery_tiles = 5", ["battery_tiles=5"], RuleSet(battery_tiles=5)),
+    ("start_battery = 0", ["start_battery=0"], RuleSet(start_battery=0)),
+    ("disc_tiles = 2", ["disc_tiles=2"], RuleSet(disc_tiles=2)),
+    ("start_disc = 1", ["start_disc=1"], RuleSet(start_disc=1)),
+    ('bonus_cards = ["trap", "ray"]', ["bonus_cards=ray,trap"],
+     RuleSet(bonus_cards=(Card.RAY, Card.TRAP))),
+    ('bonus_cards = ["copy", "copy", "ray"]', ["bonus_cards=copy,ray,copy"],
+     RuleSet(bonus_cards=(Card.COPY, Card.COPY, Card.RAY))),
+    ("bonus_cards = []", ["bonus_cards="], RuleSet(bonus_cards=())),
+    ('recovery = "battery"', ["recovery=battery"], RuleSet(recovery="battery")),
+    ('clash = "difference"', ["clash=difference"], RuleSet(clash="difference")),
+    ('double_goal = "cancel"', ["double_goal=cancel"], RuleSet(double_goal="cancel")),
+    ('contested_draw = "nobody"', ["contested_draw=nobody"], RuleSet(contested_draw="nobody")),
+    ("counter_reflect = 3", ["counter_reflect=3"], RuleSet(counter_reflect=3)),
+    ("barrier_reduce = 0", ["barrier_reduce=0"], RuleSet(barrier_reduce=0)),
+    ("cost.lightning = { battery = 3 }", ["cost.lightning.battery=3"],
+     RuleSet(costs=costs_with(lightning=(3, 0)))),
+    ("cost.spark = { disc = 1 }", ["cost.spark={ disc = 1 }"], RuleSet(costs=costs_with(spark=(0, 1)))),
+    ("[cost.copy]\nbattery = 0\ndisc = 1", ["cost.copy.battery=0", "cost.copy.disc=1"],
+     RuleSet(costs=costs_with(copy=(0, 1)))),
+    ("cost.charge.battery = 1", ["cost.charge.battery=1"], RuleSet(costs=costs_with(charge=(1, 0)))),
+    ("damage.spark = 2", ["damage.spark=2"], RuleSet(damage=damage_with(spark=2))),
+    ("[damage]\nlightning = 3\nray = 0", ["damage.lightning=3", "damage.ray=0"],
+     RuleSet(damage=damage_with(lightning=3, ray=0))),
+    ("damage = { ray = 2 }", ["damage={ray=2}"], RuleSet(damage=damage_with(ray=2))),
+]
+
+
+@pytest.mark.parametrize("toml_text, overrides, expected", EVERY_KEY)
+def test_every_key_loads_from_toml(toml_text: str, overrides: list[str], expected: RuleSet, tmp_path) -> None:
+    path = tmp_path / "rules.toml"
+    path.write_text(toml_text + "\n", encoding="utf-8")
+    assert load_rules(path) == expected
+
+
+@pytest.mark.parametrize("toml_text, overrides, expected", EVERY_KEY)
+def test_every_key_loads_from_set(toml_text: str, overrides: list[str], expected: RuleSet) -> None:
+    assert apply_overrides(DEFAULT, overrides) == expected
+
+
+def test_spec_example_file(tmp_path) -> None:
+    path = tmp_path / "lightning3.toml"
+    path.write_text(
+        'name = "Lightning costs 3"\nboard = "S.*.*M"\nhealth = 4\nstart_battery = 2\n'
+        'recovery = "battery+disc"\nbonus_cards = ["ray", "recovery", "trap", "copy"]\n'
+        "cost.lightning = { battery = 3 }\ncost.counter = { disc = 2 }\ndamage.lightning = 2\n",
+        encoding="utf-8",
+    )
+    rules = load_rules(str(path))
+    assert rules == RuleSet(name="Lightning costs 3", costs=costs_with(lightning=(3, 0)))
+    assert rules.cost(Card.LIGHTNING) == (3, 0)
+    assert rules.cost(Card.SPARK) == (1, 0)  # a card not mentioned keeps its default cost
+
+
+def test_empty_mapping_is_the_default() -> None:
+    assert rules_from_mapping({}) == DEFAULT
+    assert rules_from_toml("") == DEFAULT
+    assert apply_overrides(DEFAULT, []) is DEFAULT
+
+
+def test_card_table_replaces_the_cost_but_set_changes_one_tile_kind() -> None:
+    # In a file a card's table replaces its cost (missing kind = 0) ...
+    assert rules_from_toml("cost.counter = { battery = 1 }").cost(Card.COUNTER) == (1, 0)
+    # ... a dotted --set changes one tile kind, an inline table replaces the card's cost.
+    assert apply_overrides(DEFAULT, ["cost.counter.battery=1"]).cost(Card.COUNTER) == (1, 2)
+    assert apply_overrides(DEFAULT, ["cost.counter={battery=1}"]).cost(Card.COUNTER) == (1, 0)
+
+
+def test_set_values() -> None:
+    rules = apply_overrides(DEFAULT, ['name="quoted"', "bonus_cards=['ray']", "health = 5"])
+    assert (rules.name, rules.bonus_cards, rules.health) == ("quoted", (Card.RAY,), 5)
+    assert apply_overrides(DEFAULT, ["name=2024"]).name == "2024"  # a string key keeps the text
+    assert apply_overrides(DEFAULT, ["bonus_cards=RAY, Trap"]).bonus_cards == (Card.RAY, Card.TRAP)
+    # Overrides are applied together: lowering the tiles and the start works in either order.
+    both = RuleSet(battery_tiles=1, start_battery=1)
+    assert apply_overrides(DEFAULT, ["battery_tiles=1", "start_battery=1"]) == both
+    assert apply_overrides(DEFAULT, ["start_battery=1", "battery_tiles=1"]) == both
+    # Later overrides win, and a base rule set other than the default is respected.
+    assert apply_overrides(RuleSet(health=7), ["clash=difference", "clash=stronger"]) == RuleSet(health=7)
+
+
+def test_bonus_cards_are_a_sorted_multiset() -> None:
+    rules = RuleSet(bonus_cards=(Card.COPY, Card.RAY, Card.COPY))
+    assert rules.bonus_cards == (Card.RAY, Card.COPY, Card.COPY)
+    assert rules == RuleSet(bonus_cards=[Card.COPY, Card.COPY, Card.RAY])  # type: ignore[arg-type]
+    assert hash(rules) == hash(RuleSet(bonus_cards=(Card.RAY, Card.COPY, Card.COPY)))
+
+
+# --------------------------------------------------------------- validation
+
+# (RuleSet keyword arguments, substrings the message must contain)
+BAD_FIELDS = [
+    ({"board": ""}, ["board:", "S.*.*M"]),
+    ({"board": "S"}, ["board:", "no moon"]),
+    ({"board": "X.M"}, ["board:", "character 1 'X'"]),
+    ({"board": "S.x*M"}, ["board:", "character 3 'x'"]),
+    ({"board": "SMM"}, ["board:", "character 2 'M'"]),
+    ({"board": "S.*."}, ["board:", "last character 4 '.'", "'M'"]),
+    ({"board": 5}, ["board:", "string"]),
+    ({"health": 0}, ["health: must be an integer >= 1, got 0"]),
+    ({"health": True}, ["health:", "got True"]),
+    ({"health": "4"}, ["health:", "got '4'"]),
+    ({"health": 4.0}, ["health:", "got 4.0"]),
+    ({"battery_tiles": -1}, ["battery_tiles:", ">= 0"]),
+    ({"disc_tiles": -1}, ["disc_tiles:", ">= 0"]),
+    ({"start_battery": 5}, ["start_battery:", "battery_tiles (4)", "got 5"]),
+    ({"start_battery": -1}, ["start_battery:"]),
+    ({"start_disc": 1, "disc_tiles": 0}, ["start_disc:", "disc_tiles (0)"]),
+    ({"counter_reflect": -1}, ["counter_reflect:", ">= 0"]),
+    ({"barrier_reduce": -2}, ["barrier_reduce:", ">= 0"]),
+    ({"barrier_reduce": False}, ["barrier_reduce:", "got False"]),
+    ({"recovery": "disc"}, ["recovery:", "'battery+disc', 'battery'", "got 'disc'"]),
+    ({"clash": "weaker"}, ["clash:", "'stronger', 'difference'"]),
+    ({"double_goal": "both"}, ["double_goal:", "'cancel'"]),
+    ({"contested_draw": "p1"}, ["contested_draw:", "'coin', 'nobody'"]),
+    ({"name": 3}, ["name:", "string"]),
+    ({"bonus_cards": (Card.SPARK,)}, ["bonus_cards:", "spark is a base card"]),
+    ({"bonus_cards": (Card.RAY,) * 9}, ["bonus_cards:", "at most 8"]),
+    ({"bonus_cards": ("ray",)}, ["bonus_cards:", "'ray'"]),
+    ({"costs": costs_with(lightning=(-1, 0))}, ["cost.lightning.battery:", ">= 0", "got -1"]),
+    ({"costs": costs_with(counter=(0, "2"))}, ["cost.counter.disc:", "got '2'"]),
+    ({"costs": DEFAULT.costs[:3]}, ["cost:", "per card"]),
+    ({"damage": damage_with(spark=-1)}, ["damage.spark:", ">= 0"]),
+    ({"damage": damage_with(charge=1)}, ["damage.charge:", "only attack cards"]),
+    ({"costs": costs_with(charge=(1, 0), move=(0, 1))},
+     ["cost:", "at least two of charge, barrier and move must be free", "charge costs 1 battery",
+      "move costs 1 disc"]),
+]
+
+
+@pytest.mark.parametrize("changes, expected", BAD_FIELDS)
+def test_validation_errors_name_the_key(changes: dict, expected: list[str]) -> None:
+    with pytest.raises(RulesError) as info:
+        RuleSet(**changes)
+    message = str(info.value)
+    assert "\n" not in message
+    for part in expected:
+        assert part in message
+
+
+def test_replace_validates_too() -> None:
+    with pytest.raises(RulesError, match="health"):
+        dataclasses.replace(DEFAULT, health=0)
+
+
+def test_one_paid_free_card_is_allowed() -> None:
+    assert RuleSet(costs=costs_with(move=(0, 1))).cost(Card.MOVE) == (0, 1)
+
+
+def test_rules_error_is_a_value_error() -> None:
+    assert issubclass(RulesError, ValueError)
+
+
+# (TOML text, substrings of the message: file name, line, key, why)
+BAD_FILES = [
+    ("health = 4\n\nhealth = 0\n", ["line 3", "invalid TOML"]),  # a duplicate key is a syntax error
+    ('name = "x"\nhealth = 0\n', ["rules.toml line 2: health: must be an integer >= 1, got 0"]),
+    ('health = "four"\n', ["line 1", "health:", "got 'four'"]),
+    ("x = [\n", ["line 1", "invalid TOML"]),
+    ("health = = 3\n", ["line 1", "invalid TOML"]),
+    ("# a comment\nhelth = 3\n", ["line 2", "helth: unknown key (known: name, board"]),
+    ("cost.lightning = { batery = 3 }\n", ["line 1", "cost.lightning.batery: unknown tile kind",
+                                             "battery, disc"]),
+    ("\n[cost]\nlightnin = { battery = 3 }\n", ["line 3", "cost.lightnin: unknown card", "lightning"]),
+    ("[cost.lightning]\nbattery = -1\n", ["line 2", "cost.lightning.battery:", "got -1"]),
+    ("cost.lightning = 3\n", ["line 1", "cost.lightning: must be a table"]),
+    ("cost = 3\n", ["line 1", "cost: must be a table"]),
+    ("damage.charge = 1\n", ["line 1", "damage.charge: unknown attack card", "spark, lightning, ray"]),
+    ("damage = 1\n", ["line 1", "damage: must be a table"]),
+    ("damage.spark = -1\n", ["line 1", "damage.spark:"]),
+    ('board = "S.x.M"\n', ["line 1", "board: character 3 'x'"]),
+    ('\nbonus_cards = ["ray", "spark"]\n', ["line 2", "bonus_cards: spark is a base card"]),
+    ('bonus_cards = ["ray", "zap"]\n', ["line 1", "bonus_cards: unknown card 'zap'"]),
+    ('bonus_cards = "ray"\n', ["line 1", "bonus_cards: must be a list"]),
+    ("start_battery = 5\n", ["line 1", "start_battery:", "battery_tiles (4)"]),
+    ("health = 5\nbattery_tiles = 1\n", ["line 2", "start_battery:", "battery_tiles (1)"]),
+    ('recovery = "all"\n', ["line 1", "recovery:"]),
+    ("health = 3\ncost.move.disc = 1\n[cost.barrier]\nbattery = 1\n",
+     ["line 3", "cost: at least two of charge, barrier and move"]),  # the first paid card's line
+]
+
+
+@pytest.mark.parametrize("text, expected", BAD_FILES)
+def test_file_errors_name_file_line_and_key(text: str, expected: list[str], tmp_path) -> None:
+    path = tmp_path / "rules.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(RulesError) as info:
+        load_rules(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message
+    assert "\n" not in message
+    for part in expected:
+        assert part in message, message
+
+
+def test_missing_or_unreadable_file(tmp_path) -> None:
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(RulesError, match="nope.toml: cannot read rules file"):
+        load_rules(missing)
+    with pytest.raises(RulesError, match="cannot read rules file"):
+        load_rules(tmp_path)  # a directory
+    binary = tmp_path / "bin.toml"
+    binary.write_bytes(b"name = \"\xff\"\n")
+    with pytest.raises(RulesError, match="bin.toml: not UTF-8"):
+        load_rules(binary)
+
+
+def test_mapping_errors_name_the_source() -> None:
+    with pytest.raises(RulesError, match=r"^designer: health: must be an integer >= 1, got 0$"):
+        rules_from_mapping({"health": 0}, source="designer")
+    with pytest.raises(RulesError, match=r"^rules: zap: unknown key"):
+        rules_from_mapping({"zap": 1})
+
+
+# (--set arguments, substrings of the message)
+BAD_OVERRIDES = [
+    (["health"], ["--set health:", "KEY=VALUE"]),
+    (["=3"], ["--set =3:", "empty key"]),
+    (["cost..battery=1"], ["--set cost..battery=1:", "empty key"]),
+    (["helth=3"], ["--set helth=3: helth: unknown key (known: name"]),
+    (["health.x=1"], ["--set health.x=1: health.x: unknown key"]),
+    (["cost.zap.battery=1"], ["--set cost.zap.battery=1: cost.zap: unknown card"]),
+    (["cost.spark.gold=1"], ["--set cost.spark.gold=1: cost.spark.gold: unknown tile kind"]),
+    (["cost.spark.battery.x=1"], ["cost.spark.battery.x: unknown key"]),
+    (["damage.move=1"], ["--set damage.move=1: damage.move: unknown attack card"]),
+    (["health=0"], ["--set health=0: health: must be an integer >= 1, got 0"]),
+    (["health=four"], ["--set health=four: health:", "got 'four'"]),
+    (["health=true"], ["health:", "got True"]),
+    (["board=S.xM"], ["--set board=S.xM: board: character 3 'x'"]),
+    (["bonus_cards=ray,zap"], ["--set bonus_cards=ray,zap: bonus_cards: unknown card 'zap'"]),
+    (["bonus_cards=spark"], ["bonus_cards: spark is a base card"]),
+    (["health=5", "battery_tiles=1"], ["--set battery_tiles=1: start_battery:"]),
+    (["health=5", "cost.charge.battery=1", "cost.barrier.disc=1"],
+     ["--set cost.barrier.disc=1: cost: at least two"]),
+    (["cost.lightning={battery=-1}"], ["--set cost.lightning={battery=-1}: cost.lightning.battery:"]),
+    (["cost.lightning=3"], ["cost.lightning: must be a table"]),
+]
+
+
+@pytest.mark.parametrize("overrides, expected", BAD_OVERRIDES)
+def test_override_errors_name_the_argument(overrides: list[str], expected: list[str]) -> None:
+    with pytest.raises(RulesError) as info:
+        apply_overrides(DEFAULT, overrides)
+    message = str(info.value)
+    assert "\n" not in message
+    for part in expected:
+        assert part in message, message
+
+
+# ------------------------------------------------ random valid rule sets
+
+
+@st.composite
+def rule_sets(draw: st.DrawFn) -> RuleSet:
+    battery_tiles = draw(st.integers(0, 6))
+    disc_tiles = draw(st.integers(0, 6))
+    costs = [
+        (draw(st.integers(0, 3)), draw(st.integers(0, 3))) if card.label not in ("charge", "barrier", "move")
+        else (0, 0)
+        for card in Card
+    ]
+    paid = draw(st.sampled_from([None, Card.CHARGE, Card.BARRIER, Card.MOVE]))
+    if paid is not None:  # one of the three may cost something
+        costs[paid] = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
+    damage = [draw(st.integers(0, 4)) if card.is_attack else 0 for card in Card]
+    return RuleSet(
+        name=draw(st.text(max_size=20)),
+        board="S" + draw(st.text(alphabet=".*", max_size=7)) + "M",
+        health=draw(st.integers(1, 8)),
+        battery_tiles=battery_tiles,
+        start_battery=draw(st.integers(0, battery_tiles)),
+        disc_tiles=disc_tiles,
+        start_disc=draw(st.integers(0, disc_tiles)),
+        bonus_cards=tuple(draw(st.lists(st.sampled_from(BONUS_CARDS), max_size=8))),
+        recovery=draw(st.sampled_from(["battery+disc", "battery"])),
+        clash=draw(st.sampled_from(["stronger", "difference"])),
+        contested_draw=draw(st.sampled_from(["coin", "nobody"])),
+        counter_reflect=draw(st.integers(0, 4)),
+        barrier_reduce=draw(st.integers(0, 3)),
+        costs=tuple(costs),
+        damage=tuple(damage),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(rule_sets())
+def test_toml_round_trip(rules: RuleSet) -> None:
+    text = rules_to_toml(rules)
+    assert rules_from_toml(text) == rules
+    assert fingerprint(rules) in text
+
+
+def test_toml_round_trip_through_a_file(tmp_path) -> None:
+    rules = RuleSet(name='tricky "name"\n\\ é\x7f', board="S*M", bonus_cards=(Card.COPY, Card.COPY),
+                    costs=costs_with(move=(1, 1)), damage=damage_with(ray=3))
+    path = tmp_path / "out.toml"
+    path.write_text(rules_to_toml(rules), encoding="utf-8")
+    assert load_rules(path) == rules
+    default_text = rules_to_toml(DEFAULT)
+    for key in canonical_mapping(DEFAULT):
+        assert key in default_text  # every key present for a designer to edit
+    assert "#" in default_text
+
+
+@settings(max_examples=150, deadline=None)
+@given(rule_sets())
+def test_canonical_mapping_round_trip(rules: RuleSet) -> None:
+    mapping = canonical_mapping(rules)
+    assert json.loads(json.dumps(mapping)) == mapping
+    assert rules_from_mapping(mapping) == rules
+    assert set(mapping["cost"]) == {card.label for card in Card}
+    assert set(mapping["damage"]) == {"spark", "lightning", "ray"}
+
+
+def test_canonical_mapping_default() -> None:
+    mapping = canonical_mapping(DEFAULT)
+    assert mapping["bonus_cards"] == ["ray", "recovery", "trap", "copy"]
+    assert mapping["cost"]["lightning"] == {"battery": 2, "disc": 0}
+    assert mapping["cost"]["counter"] == {"battery": 0, "disc": 2}
+    assert mapping["damage"] == {"spark": 1, "lightning": 2, "ray": 1}
+    assert list(mapping)[:2] == ["name", "board"]
+
+
+# ------------------------------------------------------------- fingerprint
+
+
+def test_fingerprint_shape_and_stability() -> None:
+    fp = fingerprint(DEFAULT)
+    assert len(fp) == 12 and int(fp, 16) >= 0
+    assert fingerprint(RuleSet()) == fp
+
+
+def test_fingerprint_ignores_key_order_bonus_order_and_name() -> None:
+    a = rules_from_toml('health = 5\nbonus_cards = ["trap", "ray", "copy"]\nname = "A"\n'
+                        "cost.lightning = { battery = 3 }\n")
+    b = rules_from_toml('cost.lightning = { disc = 0, battery = 3 }\nname = "B"\n'
+                        'bonus_cards = ["copy", "trap", "ray"]\nhealth = 5\n')
+    assert a != b  # the names differ ...
+    assert fingerprint(a) == fingerprint(b)  # ... but the game is the same
+    assert fingerprint(dataclasses.replace(DEFAULT, name="renamed")) == fingerprint(DEFAULT)
+
+
+@pytest.mark.parametrize("override", [
+    "board=S*M", "health=5", "battery_tiles=5", "start_battery=1", "disc_tiles=3", "start_disc=1",
+    "bonus_cards=ray,trap", "bonus_cards=ray,recovery,trap,copy,copy", "recovery=battery",
+    "clash=difference", "contested_draw=nobody", "counter_reflect=1", "barrier_reduce=2",
+    "cost.lightning.battery=3", "cost.charge.disc=1", "damage.spark=2",
+])
+def test_fingerprint_changes_with_every_game_key(override: str) -> None:
+    assert fingerprint(apply_overrides(DEFAULT, [override])) != fingerprint(DEFAULT)
