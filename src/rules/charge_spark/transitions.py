@@ -21,7 +21,6 @@ from .turn import card_interaction
 NO_EFFECT = len(Card)  # effective-card index of a Copy that copies nothing
 P1_WINS = -1  # out_next of terminal outcome 0
 P2_WINS = -2  # out_next of terminal outcome 1
-MAX_OUTCOMES = 32  # chance outcomes of one cell: at most 4 x 3 ordered draws
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,17 +106,6 @@ def _decode_player(code, radix, bonus_radix, digits, counts):
 
 
 @numba.njit(cache=True, inline="always")
-def _encode_player(digits, counts, radix, bonus_radix):
-    bonus = 0
-    for k in range(bonus_radix.shape[0]):
-        bonus = bonus * bonus_radix[k] + counts[k]
-    code = 0
-    for d in range(5):
-        code = code * radix[d] + digits[d]
-    return code * radix[5] + bonus
-
-
-@numba.njit(cache=True, inline="always")
 def _legal_cards(digits, counts, rest_card, kind_card, cost, out):
     """Write the player's legal cards (ascending) into out; return how many."""
     n = 0
@@ -134,144 +122,53 @@ def _legal_cards(digits, counts, rest_card, kind_card, cost, out):
 
 
 @numba.njit(cache=True, inline="always")
-def _to_rest_zone(n, k, d, card, acts_as, card_kind, rest_card):
-    """The played card goes to the rest zone; a bonus card there returns to hand."""
-    if card_kind[card] >= 0:
-        k[card_kind[card]] -= 1
-    old = rest_card[d[4]]
-    if old >= 0 and card_kind[old] >= 0:
-        k[card_kind[old]] += 1
-    if card != 9:
-        n[4] = 1 + card
-    elif acts_as == 10:
-        n[4] = 10
-    else:
-        n[4] = 11 + acts_as
-
-
-@numba.njit(cache=True, inline="always")
-def _resolve_cell(
-    d1, c1, d2, c2, card1, card2, pile, t_radix, t_players, t_bonus_radix, t_card_kind,
-    t_cost, t_damage, t_cancel, t_gain, t_rest_acts, t_rest_card, t_star, t_moon,
-    t_battery, t_disc, t_coin, n1, k1, n2, k2, out_next, out_prob,
+def _player_after(
+    code, battery, disc, rest, card, acts_as, damage, moved, pay_battery, pay_disc, gain_battery,
+    gain_disc, played_kind, returned_kind, stride, kind_stride, battery_tiles, disc_tiles,
 ):
-    """Outcomes of (card1, card2) from the decoded players; returns their number.
+    """The player's code after the turn, before any bonus draw.
 
-    n1, k1, n2, k2 are scratch space for the players' next digits and counts.
+    Works on code differences (digit change times stride) so nothing is
+    re-encoded. Costs are paid before tile gains; gains stop at the tile cap.
+    Scalars only: array arguments would cost reference counting per call.
     """
-    e1 = card1 if card1 != 9 else t_rest_acts[d1[4]]
-    e2 = card2 if card2 != 9 else t_rest_acts[d2[4]]
-    health1 = d1[0] + 1 - t_damage[e1, e2]
-    health2 = d2[0] + 1 - t_damage[e2, e1]
-    move1 = e1 == 5 and not t_cancel[e1, e2]
-    move2 = e2 == 5 and not t_cancel[e2, e1]
-    moon1 = move1 and d1[3] + 1 == t_moon
-    moon2 = move2 and d2[3] + 1 == t_moon
-    if moon1 and moon2:
-        move1 = False
-        move2 = False
-        moon1 = False
-        moon2 = False
-    if health2 <= 0 or moon1:
-        out_next[0] = -1
-        out_prob[0] = 1.0
-        return 1
-    if health1 <= 0 or moon2:
-        out_next[0] = -2
-        out_prob[0] = 1.0
-        return 1
-
-    n1[:] = d1
-    n2[:] = d2
-    k1[:] = c1
-    k2[:] = c2
-    n1[0] = health1 - 1
-    n2[0] = health2 - 1
-    n1[1] = min(t_battery, d1[1] - t_cost[card1, 0] + t_gain[e1, 0])
-    n2[1] = min(t_battery, d2[1] - t_cost[card2, 0] + t_gain[e2, 0])
-    n1[2] = min(t_disc, d1[2] - t_cost[card1, 1] + t_gain[e1, 1])
-    n2[2] = min(t_disc, d2[2] - t_cost[card2, 1] + t_gain[e2, 1])
-    n1[3] = d1[3] + move1
-    n2[3] = d2[3] + move2
-    _to_rest_zone(n1, k1, d1, card1, e1, t_card_kind, t_rest_card)
-    _to_rest_zone(n2, k2, d2, card2, e2, t_card_kind, t_rest_card)
-    draw1 = move1 and t_star[n1[3]]
-    draw2 = move2 and t_star[n2[3]]
-    total = 0
-    for k in range(pile.shape[0]):
-        total += pile[k]
-    p1 = _encode_player(n1, k1, t_radix, t_bonus_radix)
-    p2 = _encode_player(n2, k2, t_radix, t_bonus_radix)
-    if total == 0 or not (draw1 or draw2):
-        out_next[0] = p1 * t_players + p2
-        out_prob[0] = 1.0
-        return 1
-    count = 0
-    if draw1 and draw2 and total == 1:
-        if not t_coin:
-            out_next[0] = p1 * t_players + p2
-            out_prob[0] = 1.0
-            return 1
-        for k in range(pile.shape[0]):
-            if pile[k] > 0:
-                k1[k] += 1
-                out_next[0] = _encode_player(n1, k1, t_radix, t_bonus_radix) * t_players + p2
-                k1[k] -= 1
-                k2[k] += 1
-                out_next[1] = p1 * t_players + _encode_player(n2, k2, t_radix, t_bonus_radix)
-                k2[k] -= 1
-                out_prob[0] = 0.5
-                out_prob[1] = 0.5
-                return 2
-    if draw1 != draw2:
-        for k in range(pile.shape[0]):
-            if pile[k] == 0:
-                continue
-            if draw1:
-                k1[k] += 1
-                out_next[count] = _encode_player(n1, k1, t_radix, t_bonus_radix) * t_players + p2
-                k1[k] -= 1
-            else:
-                k2[k] += 1
-                out_next[count] = p1 * t_players + _encode_player(n2, k2, t_radix, t_bonus_radix)
-                k2[k] -= 1
-            out_prob[count] = pile[k] / total
-            count += 1
-        return count
-    # Both draw from two or more cards: without replacement, P1's card first.
-    for a in range(pile.shape[0]):
-        if pile[a] == 0:
-            continue
-        k1[a] += 1
-        q1 = _encode_player(n1, k1, t_radix, t_bonus_radix)
-        k1[a] -= 1
-        pile[a] -= 1
-        for b in range(pile.shape[0]):
-            if pile[b] == 0:
-                continue
-            k2[b] += 1
-            out_next[count] = q1 * t_players + _encode_player(n2, k2, t_radix, t_bonus_radix)
-            k2[b] -= 1
-            out_prob[count] = (pile[a] + 1) / total * pile[b] / (total - 1)
-            count += 1
-        pile[a] += 1
-    return count
+    new_battery = min(battery_tiles, battery - pay_battery + gain_battery)
+    new_disc = min(disc_tiles, disc - pay_disc + gain_disc)
+    # The played card goes to the rest zone (a Copy remembers what it acted as)...
+    if card != 9:
+        new_rest = 1 + card
+    elif acts_as == 10:
+        new_rest = 10
+    else:
+        new_rest = 11 + acts_as
+    nxt = (
+        code - damage * stride[0] + (new_battery - battery) * stride[1]
+        + (new_disc - disc) * stride[2] + moved * stride[3] + (new_rest - rest) * stride[4]
+    )
+    if played_kind >= 0:
+        nxt -= kind_stride[played_kind]
+    # ...and the bonus card that was there (a Copy, plainly) returns to hand.
+    if returned_kind >= 0:
+        nxt += kind_stride[returned_kind]
+    return nxt
 
 
 @numba.njit(cache=True)
 def _expand(
     codes, fill, row_count, row_actions, col_count, col_actions, out_count, out_next, out_prob,
-    t_radix, t_players, t_bonus_radix, t_bonus_total, t_kind_card, t_card_kind, t_cost,
-    t_damage, t_cancel, t_gain, t_rest_acts, t_rest_card, t_star, t_moon, t_battery, t_disc,
-    t_coin,
+    radix, players, bonus_radix, bonus_total, kind_card, t, u,
 ):
     """Count (fill=False) or write (fill=True) the expansion of every state in codes.
 
     When counting, row_count/col_count get the action counts and out_count[i]
     the state's total outcomes; the return value is (actions1, actions2,
-    cells, outcomes) totals.
+    cells, outcomes) totals. The cell rules are written out in this one loop
+    (not in a called function) so the compiled code touches no reference counts.
     """
-    kinds = t_bonus_radix.shape[0]
+    (stride_array, kind_stride, card_kind, cost, gain, rest_card, battery_tiles, disc_tiles) = t
+    (damage, cancel, rest_acts, star, moon, coin, _) = u
+    stride = (stride_array[0], stride_array[1], stride_array[2], stride_array[3], stride_array[4])
+    kinds = bonus_radix.shape[0]
     d1 = np.zeros(5, dtype=np.int64)
     d2 = np.zeros(5, dtype=np.int64)
     c1 = np.zeros(kinds, dtype=np.int64)
@@ -279,64 +176,132 @@ def _expand(
     pile = np.zeros(kinds, dtype=np.int64)
     legal1 = np.zeros(10, dtype=np.int64)
     legal2 = np.zeros(10, dtype=np.int64)
-    n1 = np.zeros(5, dtype=np.int64)
-    n2 = np.zeros(5, dtype=np.int64)
-    k1 = np.zeros(kinds, dtype=np.int64)
-    k2 = np.zeros(kinds, dtype=np.int64)
-    scratch_next = np.zeros(MAX_OUTCOMES, dtype=np.int64)
-    scratch_prob = np.zeros(MAX_OUTCOMES, dtype=np.float64)
     rows = 0
     cols = 0
     cells = 0
     outs = 0
     for i in range(codes.shape[0]):
-        _decode_player(codes[i] // t_players, t_radix, t_bonus_radix, d1, c1)
-        _decode_player(codes[i] % t_players, t_radix, t_bonus_radix, d2, c2)
+        code1 = codes[i] // players
+        code2 = codes[i] % players
+        _decode_player(code1, radix, bonus_radix, d1, c1)
+        _decode_player(code2, radix, bonus_radix, d2, c2)
+        total = 0
         for k in range(kinds):
-            pile[k] = t_bonus_total[k] - c1[k] - c2[k]
-            for d in (d1, d2):
-                old = t_rest_card[d[4]]
-                if old >= 0 and t_card_kind[old] == k:
-                    pile[k] -= 1
-        m = _legal_cards(d1, c1, t_rest_card, t_kind_card, t_cost, legal1)
-        n = _legal_cards(d2, c2, t_rest_card, t_kind_card, t_cost, legal2)
-        state_outs = 0
+            pile[k] = bonus_total[k] - c1[k] - c2[k]
+        for rest in (d1[4], d2[4]):
+            old = rest_card[rest]
+            if old >= 0 and card_kind[old] >= 0:
+                pile[card_kind[old]] -= 1
+        for k in range(kinds):
+            total += pile[k]
+        returned1 = card_kind[rest_card[d1[4]]] if rest_card[d1[4]] >= 0 else -1
+        returned2 = card_kind[rest_card[d2[4]]] if rest_card[d2[4]] >= 0 else -1
+        m = _legal_cards(d1, c1, rest_card, kind_card, cost, legal1)
+        n = _legal_cards(d2, c2, rest_card, kind_card, cost, legal2)
+        o = outs  # next outcome slot
         for a in range(m):
+            card1 = legal1[a]
             if fill:
-                row_actions[rows + a] = legal1[a]
+                row_actions[rows + a] = card1
+            e1 = card1 if card1 != 9 else rest_acts[d1[4]]
             for b in range(n):
-                got = _resolve_cell(
-                    d1, c1, d2, c2, legal1[a], legal2[b], pile, t_radix, t_players,
-                    t_bonus_radix, t_card_kind, t_cost, t_damage, t_cancel, t_gain,
-                    t_rest_acts, t_rest_card, t_star, t_moon, t_battery, t_disc, t_coin,
-                    n1, k1, n2, k2, scratch_next, scratch_prob,
-                )
+                card2 = legal2[b]
+                e2 = card2 if card2 != 9 else rest_acts[d2[4]]
+                first = o
+                hurt1 = damage[e1, e2]
+                hurt2 = damage[e2, e1]
+                move1 = e1 == 5 and not cancel[e1, e2]
+                move2 = e2 == 5 and not cancel[e2, e1]
+                moon1 = move1 and d1[3] + 1 == moon
+                moon2 = move2 and d2[3] + 1 == moon
+                if moon1 and moon2:  # double goal: both moves cancelled
+                    move1 = False
+                    move2 = False
+                    moon1 = False
+                    moon2 = False
+                if d2[0] + 1 <= hurt2 or moon1 or d1[0] + 1 <= hurt1 or moon2:
+                    if fill:
+                        out_next[o] = -1 if (d2[0] + 1 <= hurt2 or moon1) else -2
+                        out_prob[o] = 1.0
+                    o += 1
+                else:
+                    q1 = _player_after(
+                        code1, d1[1], d1[2], d1[4], card1, e1, hurt1, move1, cost[card1, 0],
+                        cost[card1, 1], gain[e1, 0], gain[e1, 1], card_kind[card1], returned1,
+                        stride, kind_stride, battery_tiles, disc_tiles,
+                    )
+                    q2 = _player_after(
+                        code2, d2[1], d2[2], d2[4], card2, e2, hurt2, move2, cost[card2, 0],
+                        cost[card2, 1], gain[e2, 0], gain[e2, 1], card_kind[card2], returned2,
+                        stride, kind_stride, battery_tiles, disc_tiles,
+                    )
+                    draw1 = move1 and star[d1[3] + 1] and total > 0
+                    draw2 = move2 and star[d2[3] + 1] and total > 0
+                    if not (draw1 or draw2) or (draw1 and draw2 and total == 1 and not coin):
+                        if fill:
+                            out_next[o] = q1 * players + q2
+                            out_prob[o] = 1.0
+                        o += 1
+                    elif draw1 and draw2 and total == 1:  # contested last card: a coin
+                        for k in range(kinds):
+                            if pile[k] > 0:
+                                if fill:
+                                    out_next[o] = (q1 + kind_stride[k]) * players + q2
+                                    out_next[o + 1] = q1 * players + q2 + kind_stride[k]
+                                    out_prob[o] = 0.5
+                                    out_prob[o + 1] = 0.5
+                                o += 2
+                    elif draw1 != draw2:
+                        for k in range(kinds):
+                            if pile[k] > 0:
+                                if fill:
+                                    if draw1:
+                                        out_next[o] = (q1 + kind_stride[k]) * players + q2
+                                    else:
+                                        out_next[o] = q1 * players + q2 + kind_stride[k]
+                                    out_prob[o] = pile[k] / total
+                                o += 1
+                    else:  # both draw from two or more: without replacement, P1 first
+                        for x in range(kinds):
+                            if pile[x] == 0:
+                                continue
+                            for y in range(kinds):
+                                left = pile[y] - (x == y)
+                                if left > 0:
+                                    if fill:
+                                        out_next[o] = (q1 + kind_stride[x]) * players + q2 + kind_stride[y]
+                                        out_prob[o] = pile[x] / total * left / (total - 1)
+                                    o += 1
                 if fill:
-                    out_count[cells + a * n + b] = got
-                    for j in range(got):
-                        out_next[outs + state_outs + j] = scratch_next[j]
-                        out_prob[outs + state_outs + j] = scratch_prob[j]
-                state_outs += got
+                    out_count[cells + a * n + b] = o - first
         if fill:
             for b in range(n):
                 col_actions[cols + b] = legal2[b]
         else:
             row_count[i] = m
             col_count[i] = n
-            out_count[i] = state_outs
+            out_count[i] = o - outs
         rows += m
         cols += n
         cells += m * n
-        outs += state_outs
+        outs = o
     return rows, cols, cells, outs
 
 
 def _table_args(t: TurnTables) -> tuple:
-    return (
-        t.radix, t.players, t.bonus_radix, t.bonus_total, t.kind_card, t.card_kind, t.cost,
-        t.damage_taken, t.move_cancelled, t.gain, t.rest_acts_as, t.rest_card, t.is_star,
-        t.moves_to_moon, t.battery_tiles, t.disc_tiles, t.contested_coin,
+    kind_stride = np.array(
+        [int(np.prod(t.bonus_radix[k + 1 :])) for k in range(t.bonus_radix.size)], dtype=np.int64
     )
+    stride = np.array([int(np.prod(t.radix[d + 1 :])) for d in range(6)], dtype=np.int64)
+    for_player = (
+        stride, kind_stride, t.card_kind, t.cost, t.gain, t.rest_card, t.battery_tiles,
+        t.disc_tiles,
+    )
+    for_cell = (
+        t.damage_taken, t.move_cancelled, t.rest_acts_as, t.is_star, t.moves_to_moon,
+        t.contested_coin, kind_stride,
+    )
+    return (t.radix, t.players, t.bonus_radix, t.bonus_total, t.kind_card, for_player, for_cell)
 
 
 def expand_codes(tables: TurnTables, codes: np.ndarray) -> tuple[np.ndarray, ...]:
