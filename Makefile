@@ -20,3 +20,7 @@ test-all: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info
+
+.PHONY: example
+example: $(STAMP)
+	$(VENV)/bin/charge-spark query start --set 'board=S*M' --set health=2

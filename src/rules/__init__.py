@@ -1,0 +1,30 @@
+"""Game definitions. Charge & Spark lives in `rules.charge_spark`."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+
+def pin_numba_cache() -> None:
+    """Key numba's on-disk cache by the source of both packages.
+
+    numba invalidates a cached function only when its own file changes, not
+    when a kernel it calls from another module does; a cache directory per
+    source digest makes a stale compiled twin impossible.
+    """
+    import numba
+
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    src = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(src.glob("*/**/*.py")):
+        digest.update(path.relative_to(src).as_posix().encode())
+        digest.update(path.read_bytes())
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    numba.config.CACHE_DIR = str(base / "charge-spark" / "numba" / digest.hexdigest()[:16])
+
+
+pin_numba_cache()

@@ -1,0 +1,206 @@
+"""Successor lists and strongly connected components of a GameGraph.
+
+Both are needed to solve a cyclic game component by component: a component's
+values depend only on its own states and on states of components listed
+before it, so solving in list order always finds successors already solved.
+
+Everything is CSR arrays built by numba kernels (no Python object per state),
+so it scales to tens of millions of states. Tarjan's algorithm is run with an
+explicit stack: recursion would overflow long before 40M nodes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from solver.graph import GameGraph
+
+
+@njit(cache=True)
+def _successor_kernel(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, row_w, col_w):
+    """Distinct successor states of every state, over cells whose two actions
+    have positive weight and outcomes of positive probability."""
+    n = row_ptr.shape[0] - 1
+    mark = np.full(n, -1, np.int64)  # mark[t] == s: t already listed for s
+    ptr = np.zeros(n + 1, np.int64)
+    # Two passes (count, then fill) avoid a growable buffer.
+    for s in range(n):
+        cnt = 0
+        r0 = row_ptr[s]
+        c0 = col_ptr[s]
+        m = row_ptr[s + 1] - r0
+        nn = col_ptr[s + 1] - c0
+        base = cell_ptr[s]
+        for r in range(m):
+            if row_w[r0 + r] <= 0.0:
+                continue
+            for c in range(nn):
+                if col_w[c0 + c] <= 0.0:
+                    continue
+                k = base + r * nn + c
+                for o in range(out_ptr[k], out_ptr[k + 1]):
+                    t = out_next[o]
+                    if t >= 0 and out_prob[o] > 0.0 and mark[t] != s:
+                        mark[t] = s
+                        cnt += 1
+        ptr[s + 1] = ptr[s] + cnt
+    succ = np.empty(ptr[n], np.int64)
+    mark[:] = -1
+    for s in range(n):
+        pos = ptr[s]
+        r0 = row_ptr[s]
+        c0 = col_ptr[s]
+        m = row_ptr[s + 1] - r0
+        nn = col_ptr[s + 1] - c0
+        base = cell_ptr[s]
+        for r in range(m):
+            if row_w[r0 + r] <= 0.0:
+                continue
+            for c in range(nn):
+                if col_w[c0 + c] <= 0.0:
+                    continue
+                k = base + r * nn + c
+                for o in range(out_ptr[k], out_ptr[k + 1]):
+                    t = out_next[o]
+                    if t >= 0 and out_prob[o] > 0.0 and mark[t] != s:
+                        mark[t] = s
+                        succ[pos] = t
+                        pos += 1
+    return ptr, succ
+
+
+@njit(cache=True)
+def _tarjan(ptr, adj):
+    """Iterative Tarjan. Negative entries of `adj` are ignored (terminals).
+
+    Tarjan emits a component only after every component reachable from it,
+    so the emission order is already reverse topological.
+    """
+    n = ptr.shape[0] - 1
+    index = np.full(n, -1, np.int64)
+    low = np.empty(n, np.int64)
+    on_stack = np.zeros(n, np.bool_)
+    stack = np.empty(n, np.int64)
+    call_v = np.empty(n, np.int64)  # explicit DFS call stack: node ...
+    call_e = np.empty(n, np.int64)  # ... and its next edge to explore
+    comp_states = np.empty(n, np.int64)
+    comp_ptr = np.empty(n + 1, np.int64)
+    comp_ptr[0] = 0
+    sp = 0
+    cp = 0
+    nc = 0
+    filled = 0
+    counter = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        index[root] = counter
+        low[root] = counter
+        counter += 1
+        stack[sp] = root
+        sp += 1
+        on_stack[root] = True
+        call_v[cp] = root
+        call_e[cp] = ptr[root]
+        cp += 1
+        while cp > 0:
+            v = call_v[cp - 1]
+            e = call_e[cp - 1]
+            if e < ptr[v + 1]:
+                call_e[cp - 1] = e + 1
+                w = adj[e]
+                if w < 0:
+                    continue
+                if index[w] < 0:
+                    index[w] = counter
+                    low[w] = counter
+                    counter += 1
+                    stack[sp] = w
+                    sp += 1
+                    on_stack[w] = True
+                    call_v[cp] = w
+                    call_e[cp] = ptr[w]
+                    cp += 1
+                elif on_stack[w]:
+                    if index[w] < low[v]:
+                        low[v] = index[w]
+            else:
+                cp -= 1
+                if low[v] == index[v]:
+                    while True:
+                        sp -= 1
+                        w = stack[sp]
+                        on_stack[w] = False
+                        comp_states[filled] = w
+                        filled += 1
+                        if w == v:
+                            break
+                    nc += 1
+                    comp_ptr[nc] = filled
+                if cp > 0:
+                    u = call_v[cp - 1]
+                    if low[v] < low[u]:
+                        low[u] = low[v]
+    return comp_ptr[: nc + 1].copy(), comp_states
+
+
+@njit(cache=True)
+def _component_of(comp_ptr, comp_states, n):
+    comp_of = np.full(n, -1, np.int64)
+    for ci in range(comp_ptr.shape[0] - 1):
+        for j in range(comp_ptr[ci], comp_ptr[ci + 1]):
+            comp_of[comp_states[j]] = ci
+    return comp_of
+
+
+def _ones(k: int) -> np.ndarray:
+    return np.ones(k, np.float64)
+
+
+def successor_csr(
+    graph: GameGraph,
+    row_strategy: np.ndarray | None = None,
+    col_strategy: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct non-terminal successors of each state: `succ[succ_ptr[i]:succ_ptr[i+1]]`.
+
+    Over all cells and outcomes by default; outcomes of probability 0 are not
+    edges. Given a strategy for a player, only cells where that player's action
+    has positive weight count (the graph of play against that strategy).
+    """
+    row_w = _ones(len(graph.row_actions)) if row_strategy is None else np.ascontiguousarray(row_strategy, np.float64)
+    col_w = _ones(len(graph.col_actions)) if col_strategy is None else np.ascontiguousarray(col_strategy, np.float64)
+    return _successor_kernel(
+        np.ascontiguousarray(graph.row_ptr, np.int64),
+        np.ascontiguousarray(graph.col_ptr, np.int64),
+        np.ascontiguousarray(graph.cell_ptr, np.int64),
+        np.ascontiguousarray(graph.out_ptr, np.int64),
+        np.ascontiguousarray(graph.out_next, np.int64),
+        np.ascontiguousarray(graph.out_prob, np.float64),
+        row_w,
+        col_w,
+    )
+
+
+def scc_from_csr(succ_ptr: np.ndarray, succ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """SCCs of the graph with edges i -> succ[succ_ptr[i]:succ_ptr[i+1]] (negative entries ignored).
+
+    Component c is `comp_states[comp_ptr[c]:comp_ptr[c+1]]`; components are in
+    reverse topological order (every edge goes to the same or an earlier one).
+    """
+    return _tarjan(np.ascontiguousarray(succ_ptr, np.int64), np.ascontiguousarray(succ, np.int64))
+
+
+def strongly_connected_components(graph: GameGraph) -> tuple[np.ndarray, np.ndarray]:
+    """SCCs of the game graph in reverse topological order: `(comp_ptr, comp_states)`.
+
+    Every state's successors lie in its own component or in an earlier one,
+    so solving components in list order always finds successors solved.
+    """
+    return scc_from_csr(*successor_csr(graph))
+
+
+def component_of(comp_ptr: np.ndarray, comp_states: np.ndarray, num_states: int) -> np.ndarray:
+    """Component index of every state (-1 for states in no listed component)."""
+    return _component_of(np.asarray(comp_ptr, np.int64), np.asarray(comp_states, np.int64), int(num_states))

@@ -1,0 +1,534 @@
+"""Tests for solver.components and solver.certify on hand-built and random GameGraphs."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import networkx as nx
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+import solver.certify as certify_mod
+from solver.certify import (
+    best_response,
+    best_response_values,
+    bellman_residual,
+    certify,
+    expected_length_and_distribution,
+    outcome_probabilities,
+    pure_strategy,
+)
+from solver.components import component_of, strongly_connected_components, successor_csr
+from solver.graph import GameGraph
+
+# --------------------------------------------------------------------------
+# Builders.
+
+
+def build(spec: dict, terminals: dict[str, float], unending: float = 0.5) -> GameGraph:
+    """GameGraph from {state: {(a, b): [(prob, target)]}}; a target is a state key or a terminal name.
+
+    States get codes 0..n-1 in dict order; P1's actions at a state are the
+    distinct `a` in first-seen order, P2's the distinct `b`.
+    """
+    index = {s: i for i, s in enumerate(spec)}
+    tindex = {t: i for i, t in enumerate(terminals)}
+    labels: dict[str, int] = {}
+    row_ptr, col_ptr, cell_ptr, out_ptr = [0], [0], [0], [0]
+    row_actions, col_actions, out_next, out_prob = [], [], [], []
+    for s in spec:
+        cells = spec[s]
+        rows = list(dict.fromkeys(a for a, _ in cells))
+        cols = list(dict.fromkeys(b for _, b in cells))
+        assert len(cells) == len(rows) * len(cols), f"state {s}: incomplete stage game"
+        row_actions += [labels.setdefault(a, len(labels)) for a in rows]
+        col_actions += [labels.setdefault(b, len(labels)) for b in cols]
+        for a in rows:
+            for b in cols:
+                for prob, target in cells[(a, b)]:
+                    out_next.append(index[target] if target in index else -1 - tindex[target])
+                    out_prob.append(prob)
+                out_ptr.append(len(out_next))
+        row_ptr.append(len(row_actions))
+        col_ptr.append(len(col_actions))
+        cell_ptr.append(len(out_ptr) - 1)
+    return GameGraph(
+        states=np.arange(len(spec), dtype=np.int64),
+        row_ptr=np.array(row_ptr, np.int64),
+        row_actions=np.array(row_actions, np.int16),
+        col_ptr=np.array(col_ptr, np.int64),
+        col_actions=np.array(col_actions, np.int16),
+        cell_ptr=np.array(cell_ptr, np.int64),
+        out_ptr=np.array(out_ptr, np.int64),
+        out_next=np.array(out_next, np.int64),
+        out_prob=np.array(out_prob, np.float64),
+        terminal_payoff=np.array(list(terminals.values()), np.float64),
+        terminal_labels=tuple(terminals),
+        unending_payoff=unending,
+        action_labels=tuple(labels),
+    )
+
+
+def random_graph(rng: np.random.Generator, n: int, max_actions: int = 2, max_outcomes: int = 2,
+                 p_terminal: float = 0.25, payoffs=(0.0, 1.0, 0.3, 0.7), unending: float = 0.5,
+                 local: int | None = None) -> GameGraph:
+    """Random GameGraph; with `local`, successors stay within +-local of the state (short cycles)."""
+    row_ptr, col_ptr, cell_ptr, out_ptr = [0], [0], [0], [0]
+    out_next, out_prob = [], []
+    for s in range(n):
+        m, k = rng.integers(1, max_actions + 1, size=2)
+        row_ptr.append(row_ptr[-1] + m)
+        col_ptr.append(col_ptr[-1] + k)
+        for _ in range(m * k):
+            q = rng.integers(1, max_outcomes + 1)
+            probs = rng.dirichlet(np.ones(q))
+            for p in probs:
+                if rng.random() < p_terminal:
+                    out_next.append(-1 - int(rng.integers(len(payoffs))))
+                elif local is None:
+                    out_next.append(int(rng.integers(n)))
+                else:
+                    out_next.append(int(np.clip(s + rng.integers(-local, local + 1), 0, n - 1)))
+                out_prob.append(p)
+            out_ptr.append(len(out_next))
+        cell_ptr.append(len(out_ptr) - 1)
+    return GameGraph(
+        states=np.arange(n, dtype=np.int64),
+        row_ptr=np.array(row_ptr, np.int64),
+        row_actions=np.zeros(row_ptr[-1], np.int16),
+        col_ptr=np.array(col_ptr, np.int64),
+        col_actions=np.zeros(col_ptr[-1], np.int16),
+        cell_ptr=np.array(cell_ptr, np.int64),
+        out_ptr=np.array(out_ptr, np.int64),
+        out_next=np.array(out_next, np.int64),
+        out_prob=np.array(out_prob, np.float64),
+        terminal_payoff=np.array(payoffs, np.float64),
+        terminal_labels=tuple(f"t{i}" for i in range(len(payoffs))),
+        unending_payoff=unending,
+        action_labels=("x",),
+    )
+
+
+def random_strategy(rng: np.random.Generator, ptr: np.ndarray, p_zero: float = 0.3) -> np.ndarray:
+    out = np.empty(int(ptr[-1]))
+    for i in range(len(ptr) - 1):
+        w = rng.random(ptr[i + 1] - ptr[i]) * (rng.random(ptr[i + 1] - ptr[i]) >= p_zero)
+        if w.sum() == 0:
+            w[rng.integers(len(w))] = 1.0
+        out[ptr[i] : ptr[i + 1]] = w / w.sum()
+    return out
+
+
+def uniform(ptr: np.ndarray) -> np.ndarray:
+    sizes = np.diff(ptr)
+    return np.repeat(1.0 / sizes, sizes)
+
+
+def pair_values(graph: GameGraph, row: np.ndarray, col: np.ndarray) -> np.ndarray:
+    term, unend = outcome_probabilities(graph, row, col)
+    return term @ graph.terminal_payoff + unend * graph.unending_payoff
+
+
+def lp_value(a: np.ndarray) -> float:
+    """Value of the matrix game A (row player maximises) by linear programming."""
+    m, n = a.shape
+    c = np.zeros(m + 1)
+    c[-1] = -1.0  # maximise v
+    a_ub = np.hstack([-a.T, np.ones((n, 1))])  # v - x^T A[:, j] <= 0
+    a_eq = np.hstack([np.ones((1, m)), np.zeros((1, 1))])
+    res = linprog(c, A_ub=a_ub, b_ub=np.zeros(n), A_eq=a_eq, b_eq=[1.0],
+                  bounds=[(0, None)] * m + [(None, None)], method="highs")
+    return float(res.x[-1])
+
+
+W, L = "W", "L"
+TERMS = {W: 1.0, L: 0.0}
+
+# --------------------------------------------------------------------------
+# Components.
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_successors_and_scc_match_networkx(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    g = random_graph(rng, n, max_actions=2, max_outcomes=2, p_terminal=0.2,
+                     local=None if seed % 2 else 3)
+    ptr, succ = successor_csr(g)
+    dg = nx.DiGraph()
+    dg.add_nodes_from(range(n))
+    for s in range(n):
+        lo, hi = g.out_ptr[g.cell_ptr[s]], g.out_ptr[g.cell_ptr[s + 1]]
+        expected = {int(t) for t in g.out_next[lo:hi] if t >= 0}
+        got = succ[ptr[s] : ptr[s + 1]].tolist()
+        assert len(got) == len(set(got)) and set(got) == expected
+        dg.add_edges_from((s, t) for t in expected)
+    comp_ptr, comp_states = strongly_connected_components(g)
+    assert sorted(comp_states.tolist()) == list(range(n))
+    ours = {frozenset(comp_states[comp_ptr[c] : comp_ptr[c + 1]].tolist()) for c in range(len(comp_ptr) - 1)}
+    assert ours == {frozenset(c) for c in nx.strongly_connected_components(dg)}
+    comp = component_of(comp_ptr, comp_states, n)
+    for u, v in dg.edges:
+        assert comp[v] <= comp[u]  # successors solved first
+    # Same order as networkx's condensation, read backwards, up to ties: check it is a valid topological order.
+    cond = nx.condensation(dg)
+    label = {frozenset(cond.nodes[c]["members"]): c for c in cond.nodes}
+    order = [label[frozenset(comp_states[comp_ptr[c] : comp_ptr[c + 1]].tolist())] for c in range(len(comp_ptr) - 1)]
+    pos = {c: i for i, c in enumerate(reversed(order))}
+    assert all(pos[a] < pos[b] for a, b in cond.edges)
+
+
+def test_scc_long_cycle_no_recursion():
+    n = 200_000  # one big cycle: a recursive Tarjan would overflow
+    ptr = np.arange(n + 1, dtype=np.int64)
+    g = GameGraph(
+        states=np.arange(n, dtype=np.int64), row_ptr=ptr, row_actions=np.zeros(n, np.int16), col_ptr=ptr,
+        col_actions=np.zeros(n, np.int16), cell_ptr=ptr, out_ptr=ptr, out_next=(np.arange(n) + 1) % n,
+        out_prob=np.ones(n), terminal_payoff=np.array([1.0]), terminal_labels=("W",), unending_payoff=0.5,
+        action_labels=("a",),
+    )
+    comp_ptr, comp_states = strongly_connected_components(g)
+    assert len(comp_ptr) == 2 and comp_ptr[-1] == n
+
+
+# --------------------------------------------------------------------------
+# Hand-worked games.
+
+
+def win_or_wait() -> GameGraph:
+    return build({0: {("win", "-"): [(1.0, W)], ("wait", "-"): [(1.0, 0)]}}, TERMS)
+
+
+def test_waiting_is_exploitable():
+    g = win_or_wait()
+    col = np.array([1.0])
+    wait, win = np.array([0.0, 1.0]), np.array([1.0, 0.0])
+    assert best_response_values(g, 0, wait)[0] == pytest.approx(0.5, abs=1e-14)
+    assert best_response_values(g, 0, win)[0] == pytest.approx(1.0, abs=1e-14)
+    assert best_response_values(g, 1, col)[0] == pytest.approx(1.0, abs=1e-14)
+    cert = certify(g, np.array([1.0]), wait, col)
+    assert cert.p1_guarantee[0] == pytest.approx(0.5)
+    assert cert.p2_guarantee[0] == pytest.approx(1.0)
+    assert cert.exploitability[0] == pytest.approx(0.5)
+    assert cert.max_exploitability == pytest.approx(0.5)
+    assert cert.gap[0] == pytest.approx(0.5)
+    good = certify(g, np.array([1.0]), win, col)
+    assert good.max_exploitability == pytest.approx(0.0, abs=1e-14)
+    # Mixing in waiting still wins eventually: guarantee 1.
+    assert best_response_values(g, 0, np.array([0.1, 0.9]))[0] == pytest.approx(1.0, abs=1e-12)
+    term, unend = outcome_probabilities(g, wait, col)
+    assert term.tolist() == [[0.0, 0.0]] and unend.tolist() == [1.0]
+
+
+def pennies() -> GameGraph:
+    # Match: 1/2 P1 wins, 1/2 replay. Mismatch: 1/2 P2 wins, 1/2 to a chance
+    # state that draws (payoff 0.5) or returns, 1/2 each.
+    return build(
+        {
+            0: {
+                ("H", "h"): [(0.5, W), (0.5, 0)],
+                ("H", "t"): [(0.5, L), (0.5, 1)],
+                ("T", "h"): [(0.5, L), (0.5, 1)],
+                ("T", "t"): [(0.5, W), (0.5, 0)],
+            },
+            1: {("-", "-"): [(0.5, 0), (0.5, "D")]},
+        },
+        {W: 1.0, L: 0.0, "D": 0.5},
+    )
+
+
+def test_pennies_by_hand():
+    g = pennies()
+    row, col = uniform(g.row_ptr), uniform(g.col_ptr)
+    term, unend = outcome_probabilities(g, row, col)
+    # From 0 each turn: W 1/4, L 1/4, stay 1/4, to 1 1/4: W = 1/4 + W/4 + W/8 -> 0.4.
+    np.testing.assert_allclose(term, [[0.4, 0.4, 0.2], [0.2, 0.2, 0.6]], atol=1e-14)
+    np.testing.assert_allclose(unend, 0.0, atol=1e-14)
+    cert = certify(g, np.array([0.5, 0.5]), row, col)
+    np.testing.assert_allclose(cert.p1_guarantee, 0.5, atol=1e-13)
+    np.testing.assert_allclose(cert.p2_guarantee, 0.5, atol=1e-13)
+    assert cert.max_exploitability < 1e-13
+    # Every turn ends the game with probability 1/2, wherever play is.
+    expected, pmf = expected_length_and_distribution(g, row, col, 0, 60)
+    assert expected == pytest.approx(2.0, abs=1e-12)
+    np.testing.assert_allclose(pmf, 0.5 ** np.arange(1, 61), atol=1e-15)
+    # P1 biased to H (0.7): P2's best reply is t; v0 = 0.2375 / 0.675 = 19/54, v1 = v0/2 + 1/4.
+    biased = np.array([0.7, 0.3, 1.0])
+    values, actions = best_response(g, 0, biased)
+    np.testing.assert_allclose(values, [19 / 54, 23 / 54], atol=1e-13)
+    assert actions[0] == 1
+    residual = bellman_residual(g, np.array([0.5, 0.5]), solve=lp_value)
+    np.testing.assert_allclose(residual, 0.0, atol=1e-9)
+    assert bellman_residual(g, np.array([0.6, 0.5]), solve=lp_value)[1] == pytest.approx(0.05, abs=1e-9)
+
+
+def stall_loop(unending: float) -> GameGraph:
+    # P1 can cycle 0 <-> 1 forever, quit (lose) at 0, or gamble 0.4 at 1.
+    return build(
+        {
+            0: {("go", "-"): [(1.0, 1)], ("quit", "-"): [(1.0, L)]},
+            1: {("back", "-"): [(1.0, 0)], ("gamble", "-"): [(0.4, W), (0.6, L)]},
+        },
+        TERMS,
+        unending,
+    )
+
+
+def test_responder_prefers_never_ending_to_losing():
+    col = np.ones(2)
+    values, actions = best_response(stall_loop(0.5), 1, col)
+    np.testing.assert_allclose(values, [0.5, 0.5], atol=1e-14)
+    assert actions.tolist() == [0, 0]  # go, back: keep it going
+    g = stall_loop(0.5)
+    np.testing.assert_allclose(pair_values(g, pure_strategy(g, 0, actions), col), values, atol=1e-14)
+    # With unending worth 0.3 the 0.4 gamble is better.
+    np.testing.assert_allclose(best_response_values(stall_loop(0.3), 1, col), [0.4, 0.4], atol=1e-14)
+    # P2 stalling: it can end the game with P1 winning, or loop.
+    g2 = build({0: {("-", "end"): [(1.0, W)], ("-", "loop"): [(1.0, 0)]}}, TERMS)
+    assert best_response_values(g2, 0, np.ones(1))[0] == pytest.approx(0.5)
+    # Stalling must be sure: a loop through a state with a 10% exit to a loss is worth 0, not 0.5.
+    g3 = build(
+        {
+            0: {("stay", "-"): [(1.0, 1)], ("lose", "-"): [(1.0, L)]},
+            1: {("-", "-"): [(0.9, 0), (0.1, L)]},
+        },
+        TERMS,
+    )
+    np.testing.assert_allclose(best_response_values(g3, 1, np.ones(2)), [0.0, 0.0], atol=1e-14)
+    # ... and a loop with a 10% exit to a win is worth 1.
+    g4 = build(
+        {
+            0: {("stay", "-"): [(1.0, 1)], ("lose", "-"): [(1.0, L)]},
+            1: {("-", "-"): [(0.9, 0), (0.1, W)]},
+        },
+        TERMS,
+    )
+    np.testing.assert_allclose(best_response_values(g4, 1, np.ones(2)), [1.0, 1.0], atol=1e-12)
+
+
+def test_minimiser_prefers_low_terminal_to_looping():
+    g = build(
+        {
+            0: {("-", "take"): [(1.0, "X")], ("-", "next"): [(1.0, 1)]},
+            1: {("-", "next"): [(1.0, 0)], ("-", "loop"): [(1.0, 1)]},
+        },
+        {"X": 0.3, W: 1.0},
+    )
+    values, actions = best_response(g, 0, np.ones(2))
+    np.testing.assert_allclose(values, [0.3, 0.3], atol=1e-14)
+    assert actions[0] == 0 and actions[1] == 0
+    # A maximiser in the same spot loops for 0.5 instead.
+    gmax = build(
+        {
+            0: {("take", "-"): [(1.0, "X")], ("next", "-"): [(1.0, 1)]},
+            1: {("next", "-"): [(1.0, 0)], ("loop", "-"): [(1.0, 1)]},
+        },
+        {"X": 0.3, W: 1.0},
+    )
+    np.testing.assert_allclose(best_response_values(gmax, 1, np.ones(2)), [0.5, 0.5], atol=1e-14)
+
+
+# --------------------------------------------------------------------------
+# Random graphs against brute force.
+
+
+def brute_force(graph: GameGraph, seat: int, strategy: np.ndarray) -> np.ndarray:
+    ptr = graph.col_ptr if seat == 0 else graph.row_ptr
+    sizes = np.diff(ptr)
+    best = None
+    for actions in itertools.product(*(range(k) for k in sizes)):
+        resp = pure_strategy(graph, 1 - seat, np.array(actions))
+        v = pair_values(graph, strategy, resp) if seat == 0 else pair_values(graph, resp, strategy)
+        best = v if best is None else (np.minimum(best, v) if seat == 0 else np.maximum(best, v))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_best_response_matches_brute_force(seed):
+    rng = np.random.default_rng(1000 + seed)
+    n = int(rng.integers(1, 6))
+    g = random_graph(rng, n, max_actions=3 if n <= 3 else 2, max_outcomes=2,
+                     p_terminal=float(rng.choice([0.0, 0.1, 0.3])))
+    for seat in (0, 1):
+        strategy = random_strategy(rng, g.row_ptr if seat == 0 else g.col_ptr)
+        values, actions = best_response(g, seat, strategy)
+        np.testing.assert_allclose(values, brute_force(g, seat, strategy), atol=1e-10)
+        # The returned pure policy attains the values in the real game.
+        resp = pure_strategy(g, 1 - seat, actions)
+        pair = pair_values(g, strategy, resp) if seat == 0 else pair_values(g, resp, strategy)
+        np.testing.assert_allclose(pair, values, atol=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.filterwarnings("ignore:iterative solve did not converge")
+def test_iterative_and_sparse_lu_paths_match_dense_path(seed, monkeypatch):
+    rng = np.random.default_rng(2000 + seed)
+    g = random_graph(rng, 300, max_actions=3, max_outcomes=2, p_terminal=0.05, local=None if seed % 2 else 4)
+    row, col = random_strategy(rng, g.row_ptr), random_strategy(rng, g.col_ptr)
+
+    def everything():
+        return [best_response_values(g, 0, row), best_response_values(g, 1, col), *outcome_probabilities(g, row, col),
+                expected_length_and_distribution(g, row, col, 0, 50)[0]]
+
+    monkeypatch.setattr(certify_mod, "_DENSE_MAX", 10**9)  # every component by exact dense elimination
+    dense = everything()
+    monkeypatch.setattr(certify_mod, "_DENSE_MAX", 0)  # every component by BiCGSTAB
+    iterative = everything()
+    monkeypatch.setattr(certify_mod, "_ITER_MAX", 0)  # BiCGSTAB "fails": exact dense fallback
+    gth = everything()
+    monkeypatch.setattr(certify_mod, "_GTH_MAX", 0)  # ... or scipy's sparse LU with refinement
+    sparse_lu = everything()
+    for a, *others in zip(dense, iterative, gth, sparse_lu):
+        for b in others:
+            np.testing.assert_allclose(b, a, atol=1e-11)
+
+
+def cycle_with_tiny_exit(length: int, exit_p: float) -> GameGraph:
+    """0 -> 1 -> ... -> length-1 -> 0; at 0 P1 may quit (a loss), and chance
+    leaves the cycle for a win with probability exit_p (so cycling wins surely)."""
+    spec = {i: {("-", "-"): [(1.0, (i + 1) % length)]} for i in range(length)}
+    spec[0] = {("cycle", "-"): [(1 - exit_p, 1 % length), (exit_p, W)], ("quit", "-"): [(1.0, L)]}
+    return build(spec, TERMS)
+
+
+@pytest.mark.parametrize("length, exit_p", [(5, 1e-20), (100, 1e-12), (100, 1e-20), (500, 1e-9)])
+@pytest.mark.parametrize("mode", ["default", "iterative", "dense fallback", "sparse LU"])
+@pytest.mark.filterwarnings("ignore:iterative solve did not converge")
+def test_nearly_closed_components_stay_exact(length, exit_p, mode, monkeypatch):
+    # Expected stay ~ length / exit_p turns: plain LU of I - P would be off by ~eps * that.
+    if mode == "sparse LU" and exit_p < 1e-16:
+        pytest.skip("the exit is below rounding: only the GTH elimination can see it")
+    settings = {"default": {}, "iterative": {"_DENSE_MAX": 0}, "dense fallback": {"_DENSE_MAX": 0, "_ITER_MAX": 0},
+                "sparse LU": {"_DENSE_MAX": 0, "_ITER_MAX": 0, "_GTH_MAX": 0}}[mode]
+    for name, value in settings.items():
+        monkeypatch.setattr(certify_mod, name, value)
+    g = cycle_with_tiny_exit(length, exit_p)
+    cycle = np.zeros(len(g.row_actions))
+    cycle[g.row_ptr[:-1]] = 1.0
+    term, unend = outcome_probabilities(g, cycle, np.ones(len(g.col_actions)))
+    np.testing.assert_allclose(term[:, 0], 1.0, atol=1e-14)
+    np.testing.assert_allclose(unend, 0.0, atol=1e-14)
+    values, actions = best_response(g, 1, np.ones(len(g.col_actions)))
+    np.testing.assert_allclose(values, 1.0, atol=1e-14)
+    assert actions[0] == 0
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_certificate_sandwich_and_probabilities(seed):
+    rng = np.random.default_rng(3000 + seed)
+    g = random_graph(rng, 80, max_actions=3, max_outcomes=2, p_terminal=0.1, local=5)
+    row, col = random_strategy(rng, g.row_ptr), random_strategy(rng, g.col_ptr)
+    values = pair_values(g, row, col)
+    cert = certify(g, values, row, col)
+    assert cert.min_gap >= -1e-12
+    # The pair's own values sit inside the sandwich.
+    assert np.all(cert.p1_guarantee <= values + 1e-12) and np.all(values <= cert.p2_guarantee + 1e-12)
+    np.testing.assert_allclose(cert.exploitability,
+                               np.maximum(np.maximum(values - cert.p1_guarantee, cert.p2_guarantee - values), 0))
+    term, unend = outcome_probabilities(g, row, col)
+    assert term.min() >= -1e-14 and unend.min() >= -1e-14
+    np.testing.assert_allclose(term.sum(axis=1) + unend, 1.0, atol=1e-12)
+    start = int(rng.integers(g.num_states))
+    expected, pmf = expected_length_and_distribution(g, row, col, start, 3000)
+    p_end = 1.0 - unend[start]
+    assert pmf.min() >= 0
+    assert pmf.sum() <= p_end + 1e-12
+    np.testing.assert_allclose(pmf.sum(), p_end, atol=1e-9)  # tail is negligible after 3000 turns
+    if p_end > 1e-9:
+        turns = np.arange(1, len(pmf) + 1)
+        assert expected == pytest.approx(turns @ pmf / pmf.sum(), rel=1e-8)
+
+
+def test_closed_class_never_ends_and_length_tail():
+    # 0 -> (1/2) closed 2-cycle {1, 2} or (1/2) a geometric exit loop at 3.
+    g = build(
+        {
+            0: {("-", "-"): [(0.5, 1), (0.5, 3)]},
+            1: {("-", "-"): [(1.0, 2)]},
+            2: {("-", "-"): [(1.0, 1)]},
+            3: {("-", "-"): [(0.25, W), (0.75, 3)]},
+        },
+        TERMS,
+    )
+    row, col = uniform(g.row_ptr), uniform(g.col_ptr)
+    term, unend = outcome_probabilities(g, row, col)
+    np.testing.assert_allclose(unend, [0.5, 1.0, 1.0, 0.0], atol=1e-14)
+    np.testing.assert_allclose(term[:, 0], [0.5, 0.0, 0.0, 1.0], atol=1e-14)
+    expected, pmf = expected_length_and_distribution(g, row, col, 0, 10)
+    # Ends at turn t >= 2 with prob 1/2 * 0.75^(t-2) * 0.25; given ending, T = 1 + Geom(1/4): E = 5.
+    want = np.r_[0.0, 0.5 * 0.25 * 0.75 ** np.arange(9)]
+    np.testing.assert_allclose(pmf, want, atol=1e-15)
+    tail = 0.5 * 0.75**9  # still in the exit loop after 10 turns
+    assert pmf.sum() + tail + unend[0] == pytest.approx(1.0, abs=1e-14)
+    assert expected == pytest.approx(5.0, abs=1e-12)
+
+
+def test_rejects_bad_strategies():
+    g = win_or_wait()
+    with pytest.raises(ValueError):
+        best_response_values(g, 0, np.array([0.5, 0.4]))
+    with pytest.raises(ValueError):
+        best_response_values(g, 0, np.array([1.0]))
+    with pytest.raises(ValueError):
+        best_response_values(g, 2, np.array([1.0]))
+
+
+def test_bellman_residual_with_stage_kernel():
+    pytest.importorskip("solver.stage")
+    rng = np.random.default_rng(7)
+    g = random_graph(rng, 30, max_actions=3, max_outcomes=2, p_terminal=0.2)
+    values = rng.random(g.num_states)
+    np.testing.assert_allclose(bellman_residual(g, values), bellman_residual(g, values, solve=lp_value), atol=1e-9)
+
+
+# --------------------------------------------------------------------------
+# Scale (run with -m slow).
+
+
+def synthetic_graph(n: int, seed: int = 0, block: int = 4, actions: int = 3, outcomes: int = 2) -> GameGraph:
+    """n states, actions x actions cells, `outcomes` outcomes per cell: mostly short
+    cycles (targets inside the state's block of `block` states), some forward jumps
+    (a DAG between blocks) and terminals."""
+    rng = np.random.default_rng(seed)
+    cells = n * actions * actions
+    k = cells * outcomes
+    owner = np.repeat(np.arange(n), actions * actions * outcomes)
+    kind = rng.random(k)
+    block_start = owner - owner % block
+    in_block = np.minimum(block_start + rng.integers(0, block, k), n - 1)
+    forward = np.minimum(owner + rng.integers(1, 1000, k), n - 1)
+    term = -1 - rng.integers(0, 3, k)
+    out_next = np.where(kind < 0.55, in_block, np.where(kind < 0.9, forward, term))
+    out_next[(owner == n - 1) & (out_next == n - 1)] = -1
+    probs = rng.random((cells, outcomes)) + 0.1
+    probs /= probs.sum(axis=1, keepdims=True)
+    return GameGraph(
+        states=np.arange(n, dtype=np.int64),
+        row_ptr=np.arange(n + 1, dtype=np.int64) * actions,
+        row_actions=np.tile(np.arange(actions, dtype=np.int16), n),
+        col_ptr=np.arange(n + 1, dtype=np.int64) * actions,
+        col_actions=np.tile(np.arange(actions, dtype=np.int16), n),
+        cell_ptr=np.arange(n + 1, dtype=np.int64) * actions * actions,
+        out_ptr=np.arange(cells + 1, dtype=np.int64) * outcomes,
+        out_next=out_next.astype(np.int64),
+        out_prob=probs.ravel(),
+        terminal_payoff=np.array([0.0, 1.0, 0.3]),
+        terminal_labels=("p2", "p1", "x"),
+        unending_payoff=0.5,
+        action_labels=("a", "b", "c"),
+    )
+
+
+@pytest.mark.slow
+def test_speed_one_million_states():
+    g = synthetic_graph(1_000_000)
+    rng = np.random.default_rng(1)
+    row = random_strategy(rng, g.row_ptr)
+    best_response_values(synthetic_graph(1000), 0, row[:3000])  # compile
+    t0 = time.perf_counter()
+    values = best_response_values(g, 0, row)
+    elapsed = time.perf_counter() - t0
+    print(f"best_response_values on {g.num_states} states: {elapsed:.2f}s")
+    assert np.all(np.isfinite(values))
