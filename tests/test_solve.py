@@ -156,9 +156,10 @@ def test_outcome_probabilities_sum_to_one(name):
 
 def test_unstoppable_move_to_the_moon_wins_for_sure():
     # P2 has no Battery for an attack and no Trap: P1's Move cannot be stopped.
+    # P1 has no Battery either, so Move is the only winning card.
     rules = apply_overrides(RuleSet(), ["board=S.M", "health=1", "bonus_cards="])
     game = ChargeSparkGame(rules)
-    root = game.encode(parse_position("p1 / b0 d0", rules))
+    root = game.encode(parse_position("p1 b0 / b0 d0", rules))
     result = solve_from(game, [root], show_progress=False)
     answer = result.answer(root)
     assert answer.value == pytest.approx(1.0, abs=1e-12)

@@ -66,7 +66,7 @@ linear solves; closed classes with no way out never end.
 
 from __future__ import annotations
 
-import warnings
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -78,6 +78,8 @@ from scipy.sparse.linalg import splu
 from solver.components import _component_of, _successor_kernel, _tarjan
 from solver.graph import GameGraph
 from solver.stage import matrix_game_kernel
+
+_log = logging.getLogger(__name__)
 
 _DENSE_MAX = 64  # components up to this size: exact dense elimination; bigger: iterative
 _VI_SWEEPS = 20  # Gauss-Seidel warm-start sweeps before policy iteration ...
@@ -458,7 +460,7 @@ def _fallback_solve(c, rows, cols, vals, exitm, rhs, in_r, inf_vec) -> np.ndarra
     rounding-level accuracy (as long as cond * eps < 1)."""
     if c <= _GTH_MAX:
         return _dense_solve(c, rows, cols, vals, exitm, rhs.copy(), in_r, inf_vec)
-    warnings.warn(f"iterative solve did not converge on a component of {c} states; using sparse LU")
+    _log.debug("iterative solve did not converge on a component of %d states; using sparse LU", c)
     keep = in_r[rows] & (rows != cols)
     off = sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(c, c))
     off.sum_duplicates()
@@ -486,7 +488,7 @@ def _fallback_solve(c, rows, cols, vals, exitm, rhs, in_r, inf_vec) -> np.ndarra
             status, prev = _refinement_done(d, x, prev, _ITER_TOL)
             if status != 0:
                 if status < 0:
-                    warnings.warn(f"refinement stalled at a correction of {prev:.1e} on a component of {c} states")
+                    _log.debug("refinement stalled at a correction of %.1e on a component of %d states", prev, c)
                 break
         sol[:, h] = x
     return sol

@@ -191,50 +191,24 @@ def solve_values(
     return values
 
 
-def _accelerate(graph, lo, hi, comp_states, local, values, tol, rounds: int = 30, final_sweeps: int = 100) -> None:
-    """Converge a slow component by strategy evaluation (Pollatschek-Avi-Itzhak
-    steps), each accepted only if it shrinks the Bellman residual, with value
-    iteration sweeps as the safe fallback and the finish."""
-    states = comp_states[lo:hi]
-    local[states] = np.arange(states.size)
-    cells = _max_cells(graph)
-    buffer = np.empty(cells)
+def _accelerate(graph, lo, hi, comp_states, local, values, tol, max_sweeps: int = 3000) -> None:
+    """Keep sweeping a slow component until its change stops shrinking.
+
+    Only plain Shapley sweeps from the unending payoff: a recursive game can
+    have several fixed points, and the sweeps converge to the right one.
+    Components where a side has only epsilon-optimal strategies creep toward
+    their value sublinearly; `solve.refine_by_best_responses` closes those.
+    """
+    buffer = np.empty(_max_cells(graph))
     arrays = (graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr, graph.out_next,
               graph.out_prob, graph.terminal_payoff, graph.unending_payoff)
-    try:
-        chain = _component_chain(lo, hi, comp_states, local, *arrays, values, cells)
-        best, stale = chain[-1], 0
-        for _ in range(rounds):
-            residual = chain[-1]
-            if residual <= tol or stale >= 4:
-                break
-            candidate = values.copy()
-            candidate[states] = evaluate_chain(*chain[:-1], graph.unending_payoff)
-            trial = _component_chain(lo, hi, comp_states, local, *arrays, candidate, cells)
-            if trial[-1] < residual:
-                values[states] = candidate[states]
-                chain = trial
-            else:
-                for _ in range(20):
-                    if _sweep(lo, hi, comp_states, *arrays, values, buffer) <= tol:
-                        break
-                chain = _component_chain(lo, hi, comp_states, local, *arrays, values, cells)
-            stale = stale + 1 if chain[-1] >= best * 0.5 else 0
-            best = min(best, chain[-1])
-        # Finish with plain sweeps, so the point reached is the operator's own
-        # fixed point, until the change stops shrinking (the stage solver's
-        # rounding floor).
-        best, stale = np.inf, 0
-        for _ in range(final_sweeps):
-            if stale >= 10:
-                break
-            change = _sweep(lo, hi, comp_states, *arrays, values, buffer)
-            if change <= tol:
-                break
-            stale = stale + 1 if change >= best else 0
-            best = min(best, change)
-    finally:
-        local[states] = -1
+    best, stale = np.inf, 0
+    for _ in range(max_sweeps):
+        change = _sweep(lo, hi, comp_states, *arrays, values, buffer)
+        if change <= tol or stale >= 20:
+            break
+        stale = stale + 1 if change >= best else 0
+        best = min(best, change)
 
 
 def evaluate_chain(
