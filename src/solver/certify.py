@@ -77,7 +77,7 @@ from scipy.sparse.linalg import splu
 
 from solver.components import _component_of, _successor_kernel, _tarjan
 from solver.graph import GameGraph
-from solver.stage import matrix_game_kernel
+from solver.stochastic import bellman_residual as compiled_bellman_residual
 
 _log = logging.getLogger(__name__)
 
@@ -984,30 +984,6 @@ def certify(graph: GameGraph, values: np.ndarray, row_strategy: np.ndarray, col_
 # --------------------------------------------------------------------------
 # Bellman residual of claimed values.
 
-@njit(cache=True)
-def _residual_kernel(G, values):
-    """|stage value - value| at every state, with the compiled stage kernel."""
-    row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, pay = G
-    n = row_ptr.shape[0] - 1
-    res = np.empty(n, np.float64)
-    for s in range(n):
-        m = row_ptr[s + 1] - row_ptr[s]
-        nn = col_ptr[s + 1] - col_ptr[s]
-        a = np.empty((m, nn), np.float64)
-        base = cell_ptr[s]
-        for r in range(m):
-            for c in range(nn):
-                k = base + r * nn + c
-                acc = 0.0
-                for o in range(out_ptr[k], out_ptr[k + 1]):
-                    t = out_next[o]
-                    acc += out_prob[o] * (pay[-1 - t] if t < 0 else values[t])
-                a[r, c] = acc
-        v = matrix_game_kernel(a)[0]
-        res[s] = abs(v - values[s])
-    return res
-
-
 def bellman_residual(
     graph: GameGraph,
     values: np.ndarray,
@@ -1021,7 +997,7 @@ def bellman_residual(
     """
     values = np.ascontiguousarray(values, np.float64)
     if solve is None:
-        return _residual_kernel(_arrays(graph), values)
+        return compiled_bellman_residual(graph, values)
     out = np.empty(graph.num_states, np.float64)
     for i in range(graph.num_states):
         res = solve(graph.stage_matrix(i, values))
