@@ -24,6 +24,7 @@ def refine_by_best_responses(
     gap_tol: float = 2e-10,
     max_rounds: int = 40,
     nudge: float = 1e-10,
+    progress=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Bracket the true values between what each side's strategy guarantees.
 
@@ -48,6 +49,8 @@ def refine_by_best_responses(
         lower = best_response_values(graph, 0, row)
         upper = best_response_values(graph, 1, col)
         gap = float(np.max(upper - lower, initial=0.0))
+        if progress is not None:
+            progress(gap)
         if gap < best[0]:
             shrinking = gap < 0.9 * best[0]
             best = (gap, row, col, lower, upper)
@@ -93,10 +96,18 @@ def solve_from(
         disable=not show_progress,
     ) as bar:
         values = solve_values(graph, components, tol=tol, progress=bar.update)
-    values, row, col, lower, upper, rounds = refine_by_best_responses(graph, values)
     timings["solve"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
+    with tqdm(desc="certifying", unit=" rounds", delay=1.0, disable=not show_progress) as bar:
+
+        def bracketed(gap: float) -> None:
+            bar.set_postfix_str(f"gap {gap:.1e}")
+            bar.update(1)
+
+        values, row, col, lower, upper, rounds = refine_by_best_responses(
+            graph, values, progress=bracketed
+        )
     residual = bellman_residual(graph, values)
     terminal, unending = outcome_probabilities(graph, row, col)
     timings["certify"] = time.perf_counter() - clock

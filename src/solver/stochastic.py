@@ -23,7 +23,13 @@ import numba
 import numpy as np
 
 from .graph import GameGraph
-from .stage import matrix_game_kernel, matrix_game_tiebreak_kernel
+from .stage import (
+    StageSolveError,
+    matrix_game_kernel,
+    matrix_game_tiebreak_kernel,
+    solve_matrix_game_lp,
+    solve_matrix_game_tiebreak_lp,
+)
 
 
 @numba.njit(cache=True, inline="always")
@@ -159,7 +165,7 @@ def solve_values(
     return values
 
 
-def _accelerate(graph, lo, hi, comp_states, values, tol, max_sweeps: int = 3000) -> None:
+def _accelerate(graph, lo, hi, comp_states, values, tol, max_sweeps: int = 600) -> None:
     """Keep sweeping a slow component until its change stops shrinking.
 
     Only plain Shapley sweeps from the unending payoff: a recursive game can
@@ -182,7 +188,7 @@ def _accelerate(graph, lo, hi, comp_states, values, tol, max_sweeps: int = 3000)
 @numba.njit(cache=True)
 def _strategies(
     values, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff,
-    unending, discount, tol, row_strategy, col_strategy, residual, max_cells,
+    unending, discount, tol, row_strategy, col_strategy, residual, max_cells, failed,
 ):
     a_buffer = np.empty(max_cells)
     b_buffer = np.empty(max_cells)
@@ -193,7 +199,11 @@ def _strategies(
         b = b_buffer[: m * n].reshape((m, n))
         _stage_matrix(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
         _stage_matrix(i, values, discount, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, b)
-        v, x, y = matrix_game_tiebreak_kernel(a, b, tol)
+        try:
+            v, x, y = matrix_game_tiebreak_kernel(a, b, tol)
+        except Exception:  # left to the LP reference, outside the compiled loop
+            failed[i] = True
+            continue
         residual[i] = abs(v - values[i])
         row_strategy[row_ptr[i] : row_ptr[i + 1]] = x
         col_strategy[col_ptr[i] : col_ptr[i + 1]] = y
@@ -207,9 +217,28 @@ def certified_strategies(
     row_strategy = np.zeros(graph.row_actions.shape[0])
     col_strategy = np.zeros(graph.col_actions.shape[0])
     residual = np.zeros(graph.num_states)
+    failed = np.zeros(graph.num_states, dtype=np.bool_)
     _strategies(
         values, graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr, graph.out_next,
         graph.out_prob, graph.terminal_payoff, graph.unending_payoff, 1.0 - discount_gap, tol,
-        row_strategy, col_strategy, residual, _max_cells(graph),
+        row_strategy, col_strategy, residual, _max_cells(graph), failed,
     )
+    # The kernel declines the rare stage game it cannot certify (payoffs tied
+    # to rounding level); HiGHS solves those.
+    for i in np.flatnonzero(failed):
+        a = graph.stage_matrix(int(i), values)
+        b = stage_matrix_discounted(graph, int(i), values, 1.0 - discount_gap)
+        try:
+            solution = solve_matrix_game_tiebreak_lp(a, b, tol)
+        except StageSolveError:
+            solution = solve_matrix_game_lp(a)
+        residual[i] = abs(solution.value - values[i])
+        row_strategy[graph.row_ptr[i] : graph.row_ptr[i + 1]] = solution.row_strategy
+        col_strategy[graph.col_ptr[i] : graph.col_ptr[i + 1]] = solution.col_strategy
     return row_strategy, col_strategy, residual
+
+
+def stage_matrix_discounted(graph: GameGraph, i: int, values: np.ndarray, discount: float) -> np.ndarray:
+    """State i's stage game with continuation values discounted toward the unending payoff."""
+    u = graph.unending_payoff
+    return graph.stage_matrix(i, u + discount * (np.asarray(values) - u))
