@@ -24,6 +24,7 @@ def refine_by_best_responses(
     gap_tol: float = 2e-10,
     max_rounds: int = 40,
     nudge: float = 1e-10,
+    patience: int = 3,
     progress=None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """Bracket the true values between what each side's strategy guarantees.
@@ -39,30 +40,33 @@ def refine_by_best_responses(
     probability). There the other side's exact guarantee is the value, so
     each side re-solves its stage games on the opponent's guarantee nudged by
     `nudge` toward its own: the nudge sets the small mixing probability, and
-    the bracket closes to about `nudge`. Rounds continue while the widest gap
-    shrinks. Returns (values clipped into the bracket, row strategy, column
-    strategy, lower, upper, rounds).
+    the bracket closes to about `nudge`. The tie-break among optimal stage
+    strategies then prefers the side's own guarantee, so a won position is
+    converted by moves already known to win instead of stalling. Rounds
+    continue while the widest gap or the number of unbracketed states shrinks
+    (up to `patience` rounds without either). Returns (values clipped into the
+    bracket, row strategy, column strategy, lower, upper, rounds).
     """
     row, col, _ = certified_strategies(graph, values)
     best = (np.inf, row, col, None, None)
+    best_bad, stalled = np.inf, 0
     for rounds in range(1, max_rounds + 1):
         lower = best_response_values(graph, 0, row)
         upper = best_response_values(graph, 1, col)
         gap = float(np.max(upper - lower, initial=0.0))
+        bad = int(np.count_nonzero(upper - lower > gap_tol))
         if progress is not None:
             progress(gap)
-        if gap < best[0]:
-            shrinking = gap < 0.9 * best[0]
+        improved = gap < best[0] or bad < best_bad
+        if gap < best[0] or (gap == best[0] and bad < best_bad):
             best = (gap, row, col, lower, upper)
-            if not shrinking and rounds > 2:
-                break
-        elif rounds > 2:
+        best_bad = min(best_bad, bad)
+        stalled = 0 if improved else stalled + 1
+        if gap <= gap_tol or stalled >= patience:
             break
-        if gap <= gap_tol:
-            break
-        low, high = best[3], best[4]
-        row = certified_strategies(graph, np.maximum(low, high - nudge))[0]
-        col = certified_strategies(graph, np.minimum(high, low + nudge))[1]
+        low, high = lower, upper
+        row = certified_strategies(graph, np.maximum(low, high - nudge), low)[0]
+        col = certified_strategies(graph, np.minimum(high, low + nudge), high)[1]
     _, row, col, lower, upper = best
     return np.clip(values, lower, np.maximum(lower, upper)), row, col, lower, upper, rounds
 

@@ -187,7 +187,7 @@ def _accelerate(graph, lo, hi, comp_states, values, tol, max_sweeps: int = 600) 
 
 @numba.njit(cache=True)
 def _strategies(
-    values, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff,
+    values, preferred, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff,
     unending, discount, tol, row_strategy, col_strategy, residual, max_cells, failed,
 ):
     a_buffer = np.empty(max_cells)
@@ -198,7 +198,7 @@ def _strategies(
         a = a_buffer[: m * n].reshape((m, n))
         b = b_buffer[: m * n].reshape((m, n))
         _stage_matrix(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
-        _stage_matrix(i, values, discount, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, b)
+        _stage_matrix(i, preferred, discount, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, b)
         try:
             v, x, y = matrix_game_tiebreak_kernel(a, b, tol)
         except Exception:  # left to the LP reference, outside the compiled loop
@@ -210,16 +210,27 @@ def _strategies(
 
 
 def certified_strategies(
-    graph: GameGraph, values: np.ndarray, discount_gap: float = 1e-6, tol: float = 1e-12
+    graph: GameGraph,
+    values: np.ndarray,
+    preferred: np.ndarray | None = None,
+    discount_gap: float = 1e-6,
+    tol: float = 1e-12,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row_strategy, col_strategy, bellman_residual): stage-optimal strategies
-    for `values` that prefer ending the game (see the module docstring)."""
+    for `values` that prefer ending the game (see the module docstring).
+
+    Among the optimal ones, each side takes the best for continuation values
+    `preferred` (default: `values`) discounted toward the unending payoff.
+    Passing a side's exact guarantee there is a policy-improvement step: it
+    prefers the moves whose follow-up is already known to convert.
+    """
+    preferred = values if preferred is None else preferred
     row_strategy = np.zeros(graph.row_actions.shape[0])
     col_strategy = np.zeros(graph.col_actions.shape[0])
     residual = np.zeros(graph.num_states)
     failed = np.zeros(graph.num_states, dtype=np.bool_)
     _strategies(
-        values, graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr, graph.out_next,
+        values, preferred, graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr, graph.out_next,
         graph.out_prob, graph.terminal_payoff, graph.unending_payoff, 1.0 - discount_gap, tol,
         row_strategy, col_strategy, residual, _max_cells(graph), failed,
     )
@@ -227,7 +238,7 @@ def certified_strategies(
     # to rounding level); HiGHS solves those.
     for i in np.flatnonzero(failed):
         a = graph.stage_matrix(int(i), values)
-        b = stage_matrix_discounted(graph, int(i), values, 1.0 - discount_gap)
+        b = stage_matrix_discounted(graph, int(i), preferred, 1.0 - discount_gap)
         try:
             solution = solve_matrix_game_tiebreak_lp(a, b, tol)
         except StageSolveError:
