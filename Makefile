@@ -23,4 +23,4 @@ clean:
 
 .PHONY: example
 example: $(STAMP)
-	$(VENV)/bin/charge-spark query start --set 'board=S*M' --set health=2
+	$(VENV)/bin/charge-spark query start --set 'board=S*M' --set health=1
