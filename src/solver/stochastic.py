@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import breadth_first_order
+from scipy.sparse.linalg import spsolve
 
 from .graph import GameGraph
 from .stage import (
@@ -113,6 +116,56 @@ def _solve_components(
 
 
 @numba.njit(cache=True)
+def _component_chain(
+    lo, hi, comp_states, local, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob,
+    terminal_payoff, unending, values, max_cells,
+):
+    """The Markov chain inside a component when both play their stage-optimal
+    strategies for `values`: (rows, cols, probs) of in-component moves, the
+    expected value carried out of the component, the probability of leaving,
+    and the Bellman residual."""
+    size = hi - lo
+    capacity = 0
+    for t in range(lo, hi):
+        i = comp_states[t]
+        capacity += out_ptr[cell_ptr[i + 1]] - out_ptr[cell_ptr[i]]
+    rows = np.empty(capacity, dtype=np.int64)
+    cols = np.empty(capacity, dtype=np.int64)
+    probs = np.empty(capacity)
+    carried = np.zeros(size)
+    leaves = np.zeros(size)
+    buffer = np.empty(max_cells)
+    residual = 0.0
+    e = 0
+    for t in range(lo, hi):
+        i = comp_states[t]
+        m = row_ptr[i + 1] - row_ptr[i]
+        n = col_ptr[i + 1] - col_ptr[i]
+        a = buffer[: m * n].reshape((m, n))
+        _stage_matrix(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
+        v, x, y = matrix_game_kernel(a)
+        residual = max(residual, abs(v - values[i]))
+        for r in range(m):
+            for c in range(n):
+                w = x[r] * y[c]
+                if w <= 0.0:
+                    continue
+                k = cell_ptr[i] + r * n + c
+                for j in range(out_ptr[k], out_ptr[k + 1]):
+                    nxt = out_next[j]
+                    p = w * out_prob[j]
+                    if nxt >= 0 and local[nxt] >= 0:
+                        rows[e] = t - lo
+                        cols[e] = local[nxt]
+                        probs[e] = p
+                        e += 1
+                    else:
+                        leaves[t - lo] += p
+                        carried[t - lo] += p * (values[nxt] if nxt >= 0 else terminal_payoff[-1 - nxt])
+    return rows[:e], cols[:e], probs[:e], carried, leaves, residual
+
+
+@numba.njit(cache=True)
 def _residuals(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, unending, values, max_cells):
     buffer = np.empty(max_cells)
     residual = np.empty(values.shape[0])
@@ -148,6 +201,7 @@ def solve_values(
     """Values of every state, component by component (see the module docstring)."""
     comp_ptr, comp_states = components
     values = np.full(graph.num_states, graph.unending_payoff)
+    local = np.full(graph.num_states, -1, dtype=np.int64)
     c = 0
     step = max(1, graph.num_states // 200)
     while c < comp_ptr.shape[0] - 1:
@@ -157,7 +211,7 @@ def solve_values(
             graph.unending_payoff, tol, sweep_limit, values, step, _max_cells(graph),
         )
         if stuck:
-            _accelerate(graph, comp_ptr[c], comp_ptr[c + 1], comp_states, values, tol)
+            _accelerate(graph, comp_ptr[c], comp_ptr[c + 1], comp_states, local, values, tol)
             done += comp_ptr[c + 1] - comp_ptr[c]
             c += 1
         if progress is not None:
@@ -165,24 +219,69 @@ def solve_values(
     return values
 
 
-def _accelerate(graph, lo, hi, comp_states, values, tol, max_sweeps: int = 600) -> None:
-    """Keep sweeping a slow component until its change stops shrinking.
-
-    Only plain Shapley sweeps from the unending payoff: a recursive game can
-    have several fixed points, and the sweeps converge to the right one.
-    Components where a side has only epsilon-optimal strategies creep toward
-    their value sublinearly; `solve.refine_by_best_responses` closes those.
+def _accelerate(graph, lo, hi, comp_states, local, values, tol, rounds: int = 200) -> None:
+    """Converge a slow component: strategy-evaluation (Newton) steps with a
+    backtracking line search on the Bellman residual, sweeps when no step
+    helps. A step only moves toward a point where the residual is smaller; the
+    exact certificate afterwards checks the fixed point reached is the value.
     """
-    buffer = np.empty(_max_cells(graph))
+    states = comp_states[lo:hi]
+    local[states] = np.arange(states.size)
+    cells = _max_cells(graph)
+    buffer = np.empty(cells)
     arrays = (graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr, graph.out_next,
               graph.out_prob, graph.terminal_payoff, graph.unending_payoff)
-    best, stale = np.inf, 0
-    for _ in range(max_sweeps):
-        change = _sweep(lo, hi, comp_states, *arrays, values, buffer)
-        if change <= tol or stale >= 20:
-            break
-        stale = stale + 1 if change >= best else 0
-        best = min(best, change)
+    try:
+        chain = _component_chain(lo, hi, comp_states, local, *arrays, values, cells)
+        stale = 0
+        for _ in range(rounds):
+            residual = chain[-1]
+            if residual <= tol or stale >= 8:
+                break
+            target = evaluate_chain(*chain[:-1], graph.unending_payoff)
+            accepted = False
+            for step in (1.0, 0.5, 0.25, 0.125):
+                candidate = values.copy()
+                candidate[states] += step * (target - values[states])
+                trial = _component_chain(lo, hi, comp_states, local, *arrays, candidate, cells)
+                if trial[-1] < residual:
+                    values[states] = candidate[states]
+                    chain, accepted = trial, True
+                    break
+            if not accepted:
+                for _ in range(30):
+                    if _sweep(lo, hi, comp_states, *arrays, values, buffer) <= tol:
+                        break
+                chain = _component_chain(lo, hi, comp_states, local, *arrays, values, cells)
+            stale = stale + 1 if chain[-1] >= 0.5 * residual else 0
+    finally:
+        local[states] = -1
+
+
+def evaluate_chain(
+    rows: np.ndarray, cols: np.ndarray, probs: np.ndarray, carried: np.ndarray,
+    leaves: np.ndarray, unending: float,
+) -> np.ndarray:
+    """Values of a component's states under fixed strategies (absorbing-chain
+    solve); states that can never leave the component are worth `unending`."""
+    size = carried.size
+    moves = sp.csr_matrix((probs, (rows, cols)), shape=(size, size))
+    # Reverse edges plus a root (node `size`) pointing at the states that may leave.
+    sources = np.flatnonzero(leaves > 0)
+    reverse = sp.csr_matrix(
+        (np.ones(rows.size + sources.size), (np.r_[cols, np.full(sources.size, size)], np.r_[rows, sources])),
+        shape=(size + 1, size + 1),
+    )
+    reached = breadth_first_order(reverse, size, return_predecessors=False)
+    can_leave = np.zeros(size, dtype=bool)
+    can_leave[reached[reached < size]] = True
+    result = np.full(size, unending)
+    live = np.flatnonzero(can_leave)
+    if live.size:
+        to_live = moves[live][:, live]
+        rhs = carried[live] + unending * np.asarray(moves[live][:, ~can_leave].sum(axis=1)).ravel()
+        result[live] = spsolve((sp.identity(live.size, format="csc") - to_live).tocsc(), rhs)
+    return result
 
 
 @numba.njit(cache=True)
