@@ -54,6 +54,16 @@ def _stage_matrix(i, values, discount, unending, cell_ptr, out_ptr, out_next, ou
 
 
 @numba.njit(cache=True, inline="always")
+def _solve_stage(i, values, unending, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, buffer):
+    """(value, x, y) of state i's undiscounted stage game built from `values`."""
+    m = row_ptr[i + 1] - row_ptr[i]
+    n = col_ptr[i + 1] - col_ptr[i]
+    a = buffer[: m * n].reshape((m, n))
+    _stage_matrix(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
+    return matrix_game_kernel(a)
+
+
+@numba.njit(cache=True, inline="always")
 def _lone_without_loop(lo, hi, comp_states, cell_ptr, out_ptr, out_next):
     """Whether the component is one state that cannot lead back to itself."""
     if hi - lo != 1:
@@ -71,11 +81,7 @@ def _sweep(lo, hi, comp_states, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, o
     change = 0.0
     for t in range(lo, hi):
         i = comp_states[t]
-        m = row_ptr[i + 1] - row_ptr[i]
-        n = col_ptr[i + 1] - col_ptr[i]
-        a = buffer[: m * n].reshape((m, n))
-        _stage_matrix(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
-        v, x, y = matrix_game_kernel(a)
+        v, x, y = _solve_stage(i, values, unending, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, buffer)
         change = max(change, abs(v - values[i]))
         values[i] = v
     return change
@@ -139,11 +145,9 @@ def _component_chain(
     e = 0
     for t in range(lo, hi):
         i = comp_states[t]
-        m = row_ptr[i + 1] - row_ptr[i]
         n = col_ptr[i + 1] - col_ptr[i]
-        a = buffer[: m * n].reshape((m, n))
-        _stage_matrix(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
-        v, x, y = matrix_game_kernel(a)
+        v, x, y = _solve_stage(i, values, unending, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, buffer)
+        m = x.shape[0]
         residual = max(residual, abs(v - values[i]))
         for r in range(m):
             for c in range(n):
@@ -170,11 +174,8 @@ def _residuals(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal
     buffer = np.empty(max_cells)
     residual = np.empty(values.shape[0])
     for i in range(values.shape[0]):
-        m = row_ptr[i + 1] - row_ptr[i]
-        n = col_ptr[i + 1] - col_ptr[i]
-        a = buffer[: m * n].reshape((m, n))
-        _stage_matrix(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
-        residual[i] = abs(matrix_game_kernel(a)[0] - values[i])
+        v = _solve_stage(i, values, unending, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, buffer)[0]
+        residual[i] = abs(v - values[i])
     return residual
 
 
@@ -236,7 +237,7 @@ def _accelerate(graph, lo, hi, comp_states, local, values, tol, rounds: int = 20
         stale = 0
         for _ in range(rounds):
             residual = chain[-1]
-            if residual <= tol or stale >= 8:
+            if residual <= tol or stale >= 30:
                 break
             target = evaluate_chain(*chain[:-1], graph.unending_payoff)
             accepted = False
@@ -249,7 +250,7 @@ def _accelerate(graph, lo, hi, comp_states, local, values, tol, rounds: int = 20
                     chain, accepted = trial, True
                     break
             if not accepted:
-                for _ in range(30):
+                for _ in range(200):
                     if _sweep(lo, hi, comp_states, *arrays, values, buffer) <= tol:
                         break
                 chain = _component_chain(lo, hi, comp_states, local, *arrays, values, cells)
