@@ -237,7 +237,7 @@ def _accelerate(graph, lo, hi, comp_states, local, values, tol, rounds: int = 20
         stale = 0
         for _ in range(rounds):
             residual = chain[-1]
-            if residual <= tol or stale >= 30:
+            if residual <= tol or stale >= 8:
                 break
             target = evaluate_chain(*chain[:-1], graph.unending_payoff)
             accepted = False
@@ -250,7 +250,7 @@ def _accelerate(graph, lo, hi, comp_states, local, values, tol, rounds: int = 20
                     chain, accepted = trial, True
                     break
             if not accepted:
-                for _ in range(200):
+                for _ in range(30):
                     if _sweep(lo, hi, comp_states, *arrays, values, buffer) <= tol:
                         break
                 chain = _component_chain(lo, hi, comp_states, local, *arrays, values, cells)
