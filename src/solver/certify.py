@@ -97,18 +97,6 @@ _GTH_MAX = 4096  # if BiCGSTAB fails, exact dense elimination up to this size (c
 # Graph arrays as one numba-friendly tuple.
 
 
-def _arrays(graph: GameGraph) -> tuple:
-    return (
-        np.ascontiguousarray(graph.row_ptr, np.int64),
-        np.ascontiguousarray(graph.col_ptr, np.int64),
-        np.ascontiguousarray(graph.cell_ptr, np.int64),
-        np.ascontiguousarray(graph.out_ptr, np.int64),
-        np.ascontiguousarray(graph.out_next, np.int64),
-        np.ascontiguousarray(graph.out_prob, np.float64),
-        np.ascontiguousarray(graph.terminal_payoff, np.float64),
-    )
-
-
 def _check_strategy(strategy: np.ndarray, ptr: np.ndarray, who: str) -> np.ndarray:
     s = np.ascontiguousarray(strategy, np.float64)
     if s.shape != (int(ptr[-1]),):
@@ -878,7 +866,7 @@ def best_response(graph: GameGraph, seat: int, strategy: np.ndarray) -> tuple[np
     """
     if seat not in (0, 1):
         raise ValueError("seat must be 0 (P1) or 1 (P2)")
-    G = _arrays(graph)
+    G = graph.kernel_arrays()
     n = graph.num_states
     resp_is_row = seat == 1
     fixed_w = _check_strategy(strategy, G[0] if seat == 0 else G[1], "P1" if seat == 0 else "P2")
@@ -1015,7 +1003,7 @@ def outcome_probabilities(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per start state: probability of ending in each terminal outcome, shape (n, T),
     and of never ending, shape (n,), under the two stationary strategies."""
-    G = _arrays(graph)
+    G = graph.kernel_arrays()
     n = graph.num_states
     row_w = _check_strategy(row_strategy, G[0], "P1")
     col_w = _check_strategy(col_strategy, G[1], "P2")
@@ -1122,7 +1110,7 @@ def expected_length_and_distribution(
     that the game ends at turn t (t = 1..max_turns); the expectation is exact
     (linear solves): E[T | the game ends], nan if it never ends.
     """
-    G = _arrays(graph)
+    G = graph.kernel_arrays()
     n = graph.num_states
     if not 0 <= start < n:
         raise IndexError(start)

@@ -24,49 +24,35 @@ def _successor_kernel(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, r
     n = row_ptr.shape[0] - 1
     mark = np.full(n, -1, np.int64)  # mark[t] == s: t already listed for s
     ptr = np.zeros(n + 1, np.int64)
-    # Two passes (count, then fill) avoid a growable buffer.
-    for s in range(n):
-        cnt = 0
-        r0 = row_ptr[s]
-        c0 = col_ptr[s]
-        m = row_ptr[s + 1] - r0
-        nn = col_ptr[s + 1] - c0
-        base = cell_ptr[s]
-        for r in range(m):
-            if row_w[r0 + r] <= 0.0:
-                continue
-            for c in range(nn):
-                if col_w[c0 + c] <= 0.0:
+    succ = np.empty(0, np.int64)
+    # Two passes over one loop body (count, then fill) avoid a growable buffer.
+    for fill in (False, True):
+        if fill:
+            succ = np.empty(ptr[n], np.int64)
+            mark[:] = -1
+        for s in range(n):
+            pos = ptr[s]
+            r0 = row_ptr[s]
+            c0 = col_ptr[s]
+            m = row_ptr[s + 1] - r0
+            nn = col_ptr[s + 1] - c0
+            base = cell_ptr[s]
+            for r in range(m):
+                if row_w[r0 + r] <= 0.0:
                     continue
-                k = base + r * nn + c
-                for o in range(out_ptr[k], out_ptr[k + 1]):
-                    t = out_next[o]
-                    if t >= 0 and out_prob[o] > 0.0 and mark[t] != s:
-                        mark[t] = s
-                        cnt += 1
-        ptr[s + 1] = ptr[s] + cnt
-    succ = np.empty(ptr[n], np.int64)
-    mark[:] = -1
-    for s in range(n):
-        pos = ptr[s]
-        r0 = row_ptr[s]
-        c0 = col_ptr[s]
-        m = row_ptr[s + 1] - r0
-        nn = col_ptr[s + 1] - c0
-        base = cell_ptr[s]
-        for r in range(m):
-            if row_w[r0 + r] <= 0.0:
-                continue
-            for c in range(nn):
-                if col_w[c0 + c] <= 0.0:
-                    continue
-                k = base + r * nn + c
-                for o in range(out_ptr[k], out_ptr[k + 1]):
-                    t = out_next[o]
-                    if t >= 0 and out_prob[o] > 0.0 and mark[t] != s:
-                        mark[t] = s
-                        succ[pos] = t
-                        pos += 1
+                for c in range(nn):
+                    if col_w[c0 + c] <= 0.0:
+                        continue
+                    k = base + r * nn + c
+                    for o in range(out_ptr[k], out_ptr[k + 1]):
+                        t = out_next[o]
+                        if t >= 0 and out_prob[o] > 0.0 and mark[t] != s:
+                            mark[t] = s
+                            if fill:
+                                succ[pos] = t
+                            pos += 1
+            if not fill:
+                ptr[s + 1] = pos
     return ptr, succ
 
 
@@ -171,16 +157,7 @@ def successor_csr(
     """
     row_w = _ones(len(graph.row_actions)) if row_strategy is None else np.ascontiguousarray(row_strategy, np.float64)
     col_w = _ones(len(graph.col_actions)) if col_strategy is None else np.ascontiguousarray(col_strategy, np.float64)
-    return _successor_kernel(
-        np.ascontiguousarray(graph.row_ptr, np.int64),
-        np.ascontiguousarray(graph.col_ptr, np.int64),
-        np.ascontiguousarray(graph.cell_ptr, np.int64),
-        np.ascontiguousarray(graph.out_ptr, np.int64),
-        np.ascontiguousarray(graph.out_next, np.int64),
-        np.ascontiguousarray(graph.out_prob, np.float64),
-        row_w,
-        col_w,
-    )
+    return _successor_kernel(*graph.kernel_arrays()[:6], row_w, col_w)
 
 
 def scc_from_csr(succ_ptr: np.ndarray, succ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

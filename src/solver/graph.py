@@ -46,6 +46,19 @@ class GameGraph:
     def num_cells(self) -> int:
         return int(self.cell_ptr[-1])
 
+    def kernel_arrays(self) -> tuple:
+        """(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff),
+        contiguous and typed as the compiled kernels expect."""
+        return (
+            np.ascontiguousarray(self.row_ptr, np.int64),
+            np.ascontiguousarray(self.col_ptr, np.int64),
+            np.ascontiguousarray(self.cell_ptr, np.int64),
+            np.ascontiguousarray(self.out_ptr, np.int64),
+            np.ascontiguousarray(self.out_next, np.int64),
+            np.ascontiguousarray(self.out_prob, np.float64),
+            np.ascontiguousarray(self.terminal_payoff, np.float64),
+        )
+
     def index_of(self, code: int) -> int:
         """Index of the state with encoding `code`; KeyError if it is not in the graph."""
         i = int(np.searchsorted(self.states, code))
