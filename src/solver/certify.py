@@ -77,7 +77,7 @@ from scipy.sparse.linalg import splu
 
 from solver.components import _component_of, _successor_kernel, _tarjan
 from solver.graph import GameGraph
-from solver.stochastic import bellman_residual as compiled_bellman_residual
+from solver.shapley import bellman_residual as compiled_bellman_residual
 
 _log = logging.getLogger(__name__)
 

@@ -118,6 +118,7 @@ def query_json(rule_set: RuleSet, position: str, answer: StateAnswer, result: So
             "max_exploitability_all_states": result.max_exploitability,
             "states": result.graph.num_states,
             "method": result.method,
+            "seconds": {phase: round(seconds, 3) for phase, seconds in result.timings.items()},
         },
     }
 
@@ -145,6 +146,17 @@ def rules_difference(rule_set: RuleSet) -> str:
 
 def _strategy_line(strategy: dict[str, float]) -> str:
     return "  ".join(f"{card} {p:.4f}" for card, p in strategy.items())
+
+
+def timing_line(result: SolveResult, elapsed: float) -> str:
+    n = result.graph.num_states
+    t = result.timings
+    parts = [f"{elapsed:.1f} s in all"]
+    for phase in ("enumerate", "solve", "certify"):
+        if phase in t:
+            rate = f", {n / t[phase]:,.0f} states/s" if t[phase] > 0 and phase != "certify" else ""
+            parts.append(f"{phase} {t[phase]:.1f} s{rate}")
+    return "; ".join(parts)
 
 
 def query_text(rule_set: RuleSet, position: str, answer: StateAnswer, result: SolveResult, elapsed: float) -> str:
@@ -178,6 +190,7 @@ def query_text(rule_set: RuleSet, position: str, answer: StateAnswer, result: So
         f" P1's strategy guarantees {answer.p1_guarantee:.12f}, P2's {answer.p2_guarantee:.12f}",
         f"             largest Bellman residual {result.bellman_residual:.2e}; largest exploitability"
         f" over all {result.graph.num_states:,} states {result.max_exploitability:.2e}",
-        f"             solved in {elapsed:.1f} s ({result.method})",
+        f"             {timing_line(result, elapsed)}",
+        f"             method: {result.method}",
     ]
     return "\n".join(lines)

@@ -8,67 +8,17 @@ from collections.abc import Iterable
 import numpy as np
 from tqdm import tqdm
 
+from .bracketing import bracket_values
 from .certify import bellman_residual, best_response_values, outcome_probabilities
 from .components import strongly_connected_components
-from .graph import GameGraph, build_graph, reachable_states
+from .graph import build_graph, reachable_states
 from .protocol import StochasticGame
 from .result import SolveResult
-from .stochastic import certified_strategies, solve_values
 
-METHOD = "component-ordered Shapley iteration; discounted tie-break strategies; exact best-response certificate"
-
-
-def refine_by_best_responses(
-    graph: GameGraph,
-    values: np.ndarray,
-    gap_tol: float = 2e-10,
-    max_rounds: int = 40,
-    nudge: float = 1e-10,
-    patience: int = 3,
-    progress=None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """Bracket the true values between what each side's strategy guarantees.
-
-    P1's stage strategies (tie-broken toward ending the game) guarantee
-    `lower`, P2's guarantee `upper`, each computed exactly by a best response;
-    the true value lies in between.
-
-    Value iteration can creep toward the value very slowly where a player has
-    only epsilon-optimal strategies (Everett's recursive games: e.g. both pawns
-    one step from the moon, Move against Move cancels forever, and the side
-    that must attack eventually has to mix its attack in with a vanishing
-    probability). There the other side's exact guarantee is the value, so
-    each side re-solves its stage games on the opponent's guarantee nudged by
-    `nudge` toward its own: the nudge sets the small mixing probability, and
-    the bracket closes to about `nudge`. The tie-break among optimal stage
-    strategies then prefers the side's own guarantee, so a won position is
-    converted by moves already known to win instead of stalling. Rounds
-    continue while the widest gap or the number of unbracketed states shrinks
-    (up to `patience` rounds without either). Returns (values clipped into the
-    bracket, row strategy, column strategy, lower, upper, rounds).
-    """
-    row, col, _ = certified_strategies(graph, values)
-    best = (np.inf, row, col, None, None)
-    best_bad, stalled = np.inf, 0
-    for rounds in range(1, max_rounds + 1):
-        lower = best_response_values(graph, 0, row)
-        upper = best_response_values(graph, 1, col)
-        gap = float(np.max(upper - lower, initial=0.0))
-        bad = int(np.count_nonzero(upper - lower > gap_tol))
-        if progress is not None:
-            progress(gap)
-        improved = gap < best[0] or bad < best_bad
-        if gap < best[0] or (gap == best[0] and bad < best_bad):
-            best = (gap, row, col, lower, upper)
-        best_bad = min(best_bad, bad)
-        stalled = 0 if improved else stalled + 1
-        if gap <= gap_tol or stalled >= patience:
-            break
-        low, high = lower, upper
-        row = certified_strategies(graph, np.maximum(low, high - nudge), low)[0]
-        col = certified_strategies(graph, np.minimum(high, low + nudge), high)[1]
-    _, row, col, lower, upper = best
-    return np.clip(values, lower, np.maximum(lower, upper)), row, col, lower, upper, rounds
+METHOD = (
+    "components in dependency order; per cyclic component, alternating exact best responses "
+    "and stage re-solves on the nudged opponent guarantee; exact best-response certificate"
+)
 
 
 def solve_from(
@@ -77,7 +27,6 @@ def solve_from(
     *,
     show_progress: bool = True,
     max_states: int | None = None,
-    tol: float = 1e-13,
 ) -> SolveResult:
     """Solve the part of `game` reachable from `roots`."""
     timings: dict[str, float] = {}
@@ -99,19 +48,16 @@ def solve_from(
         desc="solving", total=graph.num_states, unit=" states", delay=1.0,
         disable=not show_progress,
     ) as bar:
-        values = solve_values(graph, components, tol=tol, progress=bar.update)
+        bracket = bracket_values(graph, components, progress=bar.update)
     timings["solve"] = time.perf_counter() - clock
 
+    # The certificate is recomputed over the whole graph, independently of the
+    # per-component bookkeeping that produced the strategies.
     clock = time.perf_counter()
-    with tqdm(desc="certifying", unit=" rounds", delay=1.0, disable=not show_progress) as bar:
-
-        def bracketed(gap: float) -> None:
-            bar.set_postfix_str(f"gap {gap:.1e}")
-            bar.update(1)
-
-        values, row, col, lower, upper, rounds = refine_by_best_responses(
-            graph, values, progress=bracketed
-        )
+    row, col = bracket.row_strategy, bracket.col_strategy
+    lower = best_response_values(graph, 0, row)
+    upper = best_response_values(graph, 1, col)
+    values = np.clip(0.5 * (bracket.lower + bracket.upper), lower, np.maximum(lower, upper))
     residual = bellman_residual(graph, values)
     terminal, unending = outcome_probabilities(graph, row, col)
     timings["certify"] = time.perf_counter() - clock

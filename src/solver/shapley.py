@@ -1,0 +1,176 @@
+"""Stage games over the whole graph, compiled: Shapley sweeps, Bellman
+residuals, and stage strategies that prefer ending the game.
+
+Reading each stage's optimal strategy off converged values is not enough in a
+cyclic game: where several actions keep the value (a won position in which
+Charge is as good as the winning blow, by the values), the loser can be
+allowed to stall forever. So `certified_strategies` takes, among the stage
+strategies optimal for the values, the one best in the stage game whose
+continuation values (`preferred`, by default the values themselves) are
+discounted toward the unending payoff by `1 - discount_gap` per turn: it
+prefers the action that ends the game sooner, or, given a side's exact
+guarantee as `preferred`, the follow-up already known to convert.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .graph import GameGraph
+from .stage import (
+    StageSolveError,
+    matrix_game_kernel,
+    matrix_game_tiebreak_kernel,
+    solve_matrix_game_lp,
+    solve_matrix_game_tiebreak_lp,
+)
+
+
+@numba.njit(cache=True, inline="always")
+def stage_matrix_kernel(i, values, discount, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, out):
+    """Fill out[:m, :n] with state i's stage game; continuation values are
+    discounted toward `unending` by `discount` (1.0: undiscounted)."""
+    first = cell_ptr[i]
+    for r in range(m):
+        for c in range(n):
+            k = first + r * n + c
+            total = 0.0
+            for j in range(out_ptr[k], out_ptr[k + 1]):
+                nxt = out_next[j]
+                if nxt >= 0:
+                    total += out_prob[j] * (unending + discount * (values[nxt] - unending))
+                else:
+                    total += out_prob[j] * terminal_payoff[-1 - nxt]
+            out[r, c] = total
+
+
+@numba.njit(cache=True, inline="always")
+def _solve_stage(i, values, unending, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, buffer):
+    """(value, x, y) of state i's undiscounted stage game built from `values`."""
+    m = row_ptr[i + 1] - row_ptr[i]
+    n = col_ptr[i + 1] - col_ptr[i]
+    a = buffer[: m * n].reshape((m, n))
+    stage_matrix_kernel(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
+    return matrix_game_kernel(a)
+
+
+@numba.njit(cache=True)
+def _sweeps(states, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, unending, values, sweeps, tol, max_cells):
+    """Gauss-Seidel sweeps of Shapley's operator over `states`; the last sweep's largest change."""
+    buffer = np.empty(max_cells)
+    change = np.inf
+    for _ in range(sweeps):
+        change = 0.0
+        for i in states:
+            v = _solve_stage(i, values, unending, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, buffer)[0]
+            change = max(change, abs(v - values[i]))
+            values[i] = v
+        if change <= tol:
+            break
+    return change
+
+
+def shapley_sweeps(graph: GameGraph, states: np.ndarray, values: np.ndarray, sweeps: int, tol: float = 1e-13) -> float:
+    """Update `values[states]` in place by up to `sweeps` Gauss-Seidel sweeps of
+    Shapley's operator (other states' values are read, not changed); stops early
+    once a sweep changes nothing by more than `tol`. Returns the last change."""
+    return float(_sweeps(
+        np.ascontiguousarray(states, np.int64), graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr,
+        graph.out_next, graph.out_prob, graph.terminal_payoff, graph.unending_payoff, values, sweeps, tol,
+        max_cells(graph),
+    ))
+
+
+@numba.njit(cache=True)
+def _residuals(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, unending, values, max_cells):
+    buffer = np.empty(max_cells)
+    residual = np.empty(values.shape[0])
+    for i in range(values.shape[0]):
+        v = _solve_stage(i, values, unending, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, buffer)[0]
+        residual[i] = abs(v - values[i])
+    return residual
+
+
+def bellman_residual(graph: GameGraph, values: np.ndarray) -> np.ndarray:
+    """|value of the stage game built from `values` - values|, per state."""
+    return _residuals(
+        graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr, graph.out_next,
+        graph.out_prob, graph.terminal_payoff, graph.unending_payoff,
+        np.ascontiguousarray(values, dtype=np.float64), max_cells(graph),
+    )
+
+
+def max_cells(graph: GameGraph) -> int:
+    """The largest stage game's cell count (a buffer size for the kernels)."""
+    return max(1, int(np.diff(graph.cell_ptr).max(initial=1)))
+
+
+@numba.njit(cache=True)
+def _strategies(
+    values, preferred, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff,
+    unending, discount, tol, row_strategy, col_strategy, residual, max_cells, failed,
+):
+    a_buffer = np.empty(max_cells)
+    b_buffer = np.empty(max_cells)
+    for i in range(values.shape[0]):
+        m = row_ptr[i + 1] - row_ptr[i]
+        n = col_ptr[i + 1] - col_ptr[i]
+        a = a_buffer[: m * n].reshape((m, n))
+        b = b_buffer[: m * n].reshape((m, n))
+        stage_matrix_kernel(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
+        stage_matrix_kernel(i, preferred, discount, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, b)
+        try:
+            v, x, y = matrix_game_tiebreak_kernel(a, b, tol)
+        except Exception:  # left to the LP reference, outside the compiled loop
+            failed[i] = True
+            continue
+        residual[i] = abs(v - values[i])
+        row_strategy[row_ptr[i] : row_ptr[i + 1]] = x
+        col_strategy[col_ptr[i] : col_ptr[i + 1]] = y
+
+
+def certified_strategies(
+    graph: GameGraph,
+    values: np.ndarray,
+    preferred: np.ndarray | None = None,
+    discount_gap: float = 1e-6,
+    tol: float = 1e-12,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row_strategy, col_strategy, bellman_residual): stage-optimal strategies
+    for `values` that prefer ending the game (see the module docstring).
+
+    Among the optimal ones, each side takes the best for continuation values
+    `preferred` (default: `values`) discounted toward the unending payoff.
+    Passing a side's exact guarantee there is a policy-improvement step: it
+    prefers the moves whose follow-up is already known to convert.
+    """
+    preferred = values if preferred is None else preferred
+    row_strategy = np.zeros(graph.row_actions.shape[0])
+    col_strategy = np.zeros(graph.col_actions.shape[0])
+    residual = np.zeros(graph.num_states)
+    failed = np.zeros(graph.num_states, dtype=np.bool_)
+    _strategies(
+        values, preferred, graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr, graph.out_next,
+        graph.out_prob, graph.terminal_payoff, graph.unending_payoff, 1.0 - discount_gap, tol,
+        row_strategy, col_strategy, residual, max_cells(graph), failed,
+    )
+    # The kernel declines the rare stage game it cannot certify (payoffs tied
+    # to rounding level); HiGHS solves those.
+    for i in np.flatnonzero(failed):
+        a = graph.stage_matrix(int(i), values)
+        b = stage_matrix_discounted(graph, int(i), preferred, 1.0 - discount_gap)
+        try:
+            solution = solve_matrix_game_tiebreak_lp(a, b, tol)
+        except StageSolveError:
+            solution = solve_matrix_game_lp(a)
+        residual[i] = abs(solution.value - values[i])
+        row_strategy[graph.row_ptr[i] : graph.row_ptr[i + 1]] = solution.row_strategy
+        col_strategy[graph.col_ptr[i] : graph.col_ptr[i + 1]] = solution.col_strategy
+    return row_strategy, col_strategy, residual
+
+
+def stage_matrix_discounted(graph: GameGraph, i: int, values: np.ndarray, discount: float) -> np.ndarray:
+    """State i's stage game with continuation values discounted toward the unending payoff."""
+    u = graph.unending_payoff
+    return graph.stage_matrix(i, u + discount * (np.asarray(values) - u))

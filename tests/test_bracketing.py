@@ -1,0 +1,84 @@
+"""Component-by-component bracketing: cut-out components behave like the
+whole game, the bookkeeping agrees with an independent global best response,
+and games with only epsilon-optimal strategies still close their bracket."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from rules.charge_spark.config import RuleSet, apply_overrides
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.state import initial_position
+from solver.bracketing import GAP_TOL, bracket_values, component_games
+from solver.certify import best_response_values
+from solver.components import strongly_connected_components
+from solver.graph import build_graph, reachable_states
+from dict_game import LOSS, WIN, DictGame
+
+
+@lru_cache(maxsize=None)
+def variant_graph(*overrides):
+    rules = apply_overrides(RuleSet(), list(overrides))
+    game = ChargeSparkGame(rules)
+    root = game.encode(initial_position(rules))
+    graph = build_graph(game, reachable_states(game, np.array([root])))
+    components = strongly_connected_components(graph)
+    return graph, components, graph.index_of(root)
+
+
+RAY = ("board=S*M", "health=1", "bonus_cards=ray")
+
+
+def test_a_cut_out_component_has_the_guarantees_of_the_whole_game():
+    graph, components, _ = variant_graph(*RAY)
+    bracket = bracket_values(graph, components)
+    comp_ptr, comp_states = components
+    biggest = int(np.argmax(np.diff(comp_ptr)))
+    states = comp_states[comp_ptr[biggest] : comp_ptr[biggest + 1]]
+    assert states.size > 100
+    local = np.full(graph.num_states, -1, np.int64)
+    local[states] = np.arange(states.size)
+    p1_game, p2_game = component_games(graph, states, local, [bracket.lower, bracket.upper])
+    outside = np.setdiff1d(np.arange(graph.num_states), states)
+    assert np.all(local[outside] == -1)  # the scratch marks of exits are cleared
+    rows = np.concatenate([np.arange(graph.row_ptr[s], graph.row_ptr[s + 1]) for s in states])
+    cols = np.concatenate([np.arange(graph.col_ptr[s], graph.col_ptr[s + 1]) for s in states])
+    whole_lower = best_response_values(graph, 0, bracket.row_strategy)
+    whole_upper = best_response_values(graph, 1, bracket.col_strategy)
+    cut_lower = best_response_values(p1_game, 0, bracket.row_strategy[rows])
+    cut_upper = best_response_values(p2_game, 1, bracket.col_strategy[cols])
+    assert np.abs(cut_lower - whole_lower[states]).max() <= 1e-12
+    assert np.abs(cut_upper - whole_upper[states]).max() <= 1e-12
+
+
+@pytest.mark.parametrize("overrides", [RAY, ("board=SM", "health=1", "bonus_cards=")])
+def test_bookkeeping_matches_an_independent_global_best_response(overrides):
+    graph, components, root = variant_graph(*overrides)
+    bracket = bracket_values(graph, components)
+    lower = best_response_values(graph, 0, bracket.row_strategy)
+    upper = best_response_values(graph, 1, bracket.col_strategy)
+    assert np.abs(lower - bracket.lower).max() <= 1e-11
+    assert np.abs(upper - bracket.upper).max() <= 1e-11
+    assert (upper - lower).max() <= 1e-10
+    assert (upper - lower).min() >= -1e-12
+    assert lower[root] <= 0.5 <= upper[root] + 1e-12
+
+
+def test_epsilon_optimal_play_closes_the_bracket():
+    # Hide or run: P1 runs home (wins) unless P2 throws the one snowball in the
+    # same turn; a throw at a hiding P1 wastes it (P1 walks home). Value 1, but
+    # only approached by running with a vanishing probability each turn.
+    game = DictGame(
+        {0: {(0, 0): [(1.0, 0)], (0, 1): [(1.0, WIN)], (1, 0): [(1.0, WIN)], (1, 1): [(1.0, LOSS)]}},
+        ["hide/wait", "run/throw"],
+    )
+    graph = build_graph(game, np.array([0]))
+    bracket = bracket_values(graph, strongly_connected_components(graph))
+    assert bracket.upper[0] == pytest.approx(1.0, abs=1e-15)
+    assert 1.0 - bracket.lower[0] <= 10 * GAP_TOL
+    run = bracket.row_strategy[1]
+    assert 0.0 < run < 1e-6
+    assert best_response_values(graph, 0, bracket.row_strategy)[0] == pytest.approx(bracket.lower[0], abs=1e-15)
