@@ -7,7 +7,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from rules.charge_spark.config import RuleSet, apply_overrides, load_rules
+from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint, load_rules
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.notation import format_position
 from solver.cli import main
 
 SMALL = ["--set", "board=SM", "--set", "health=1", "--set", "bonus_cards="]
@@ -94,3 +96,88 @@ def test_debug_flag_shows_the_traceback():
     result = run("--debug", "query", "h0 / h4")
     assert result.exit_code == 2
     assert "Traceback" in result.stderr
+
+
+# --- solve and the table cache --------------------------------------------------
+
+
+def test_solve_stores_a_table_that_query_answers_from(private_table_cache):
+    solved = run("solve", *SMALL)
+    assert solved.exit_code == 0, solved.output
+    assert "value        0.500000000000" in solved.stdout and "(ok, bound" in solved.stdout
+    tables = list(private_table_cache.glob("*.npz"))
+    assert len(tables) == 1
+    again = run("solve", *SMALL)
+    assert "already solved" in again.stdout
+    text = run("query", "start", *SMALL)
+    assert "from the solved table" in text.stdout
+    unreachable = run("query", "h1 b1 rest=spark / p0", *SMALL)  # hand-made: not in the table
+    assert unreachable.exit_code == 0 and "from the solved table" not in unreachable.stdout
+
+
+def test_query_matches_between_cache_and_fresh_solve(tmp_path):
+    cached_dir = tmp_path / "cached"
+    assert run("solve", *SMALL, "--cache-dir", str(cached_dir)).exit_code == 0
+    from solver.cache import load_table, table_path
+
+    rules = apply_overrides(RuleSet(), [a for a in SMALL if a != "--set"])
+    game = ChargeSparkGame(rules)
+    key = fingerprint(rules)
+    table = load_table(table_path(cached_dir, key), key)
+    position = format_position(game.decode(int(table.states[table.num_states // 3])), rules)
+    from_table = json.loads(run("query", position, *SMALL, "--cache-dir", str(cached_dir), "--json").stdout)
+    from_scratch = json.loads(run("query", position, *SMALL, "--cache-dir", str(tmp_path / "empty"), "--json").stdout)
+    assert from_table["value"] == pytest.approx(from_scratch["value"], abs=1e-9)
+    assert from_table["matrix"]["rows"] == from_scratch["matrix"]["rows"]
+    np_table = from_table["matrix"]["values"]
+    np_fresh = from_scratch["matrix"]["values"]
+    assert all(a == pytest.approx(b, abs=1e-9) for ra, rb in zip(np_table, np_fresh) for a, b in zip(ra, rb))
+
+
+def test_a_damaged_table_is_reported_moved_aside_and_recomputed(private_table_cache):
+    assert run("solve", *SMALL).exit_code == 0
+    (table,) = private_table_cache.glob("*.npz")
+    data = bytearray(table.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    table.write_bytes(bytes(data))
+    result = run("solve", *SMALL)
+    assert result.exit_code == 0, result.output
+    assert "warning" in result.stderr and "moved aside" in result.stderr and "Traceback" not in result.output
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "already solved" not in result.stdout
+    assert len(list(private_table_cache.glob("*.damaged-*"))) == 1
+    assert "already solved" in run("solve", *SMALL).stdout  # the recomputed table is good
+
+
+def test_two_solves_of_the_same_rules_at_once(private_table_cache):
+    import os
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "solver.cli", "solve", *SMALL]
+    env = dict(os.environ)
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    outputs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    assert sum("already solved" in out for out, _ in outputs) == 1  # the second waited and reused
+    assert len(list(private_table_cache.glob("*.npz"))) == 1
+    assert not list(private_table_cache.glob("*.tmp"))
+
+
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_solve_saves_nothing_and_says_so(private_table_cache, signum):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    command = [sys.executable, "-m", "solver.cli", "solve", "--set", "board=S*M", "--set", "health=1"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    time.sleep(4.0)
+    proc.send_signal(getattr(signal, signum))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert err.strip().splitlines()[-1] == "charge-spark: interrupted; nothing partial was saved"
+    assert "Traceback" not in err
+    assert [p.name for p in private_table_cache.glob("*") if p.suffix != ".lock"] == []

@@ -22,7 +22,7 @@ from dict_game import LOSS, WIN, DictGame
 
 def solved(game, root=0):
     result = solve_from(game, [root], show_progress=False)
-    return result, result.answer(root)
+    return result, result.answer(root, game)
 
 
 # --- exact values on hand-solvable games -----------------------------------
@@ -81,8 +81,8 @@ def solved_variant(name):
 
 @pytest.mark.parametrize("name", SMALL)
 def test_symmetric_start_is_worth_one_half(name):
-    _, _, root, result = solved_variant(name)
-    assert result.answer(root).value == pytest.approx(0.5, abs=1e-9)
+    _, game, root, result = solved_variant(name)
+    assert result.answer(root, game).value == pytest.approx(0.5, abs=1e-9)
 
 
 @pytest.mark.parametrize("name", SMALL)
@@ -128,7 +128,7 @@ def test_unstoppable_move_to_the_moon_wins_for_sure():
     game = ChargeSparkGame(rules)
     root = game.encode(parse_position("p1 b0 / b0 d0", rules))
     result = solve_from(game, [root], show_progress=False)
-    answer = result.answer(root)
+    answer = result.answer(root, game)
     assert answer.value == pytest.approx(1.0, abs=1e-12)
     assert answer.row_strategy["move"] == pytest.approx(1.0)
     assert answer.terminal_probability["P1 wins"] == pytest.approx(1.0)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 import traceback
+from pathlib import Path
 
 import click
 
@@ -21,10 +23,11 @@ from rules.charge_spark.config import (
 )
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import PositionError, format_position, parse_position
+from rules.charge_spark.state import initial_position
 
+from .cache import CACHE_ENV, DamagedTableError, default_cache_dir, load_table, quarantine, save_table, table_lock, table_path
 from .graph import GraphTooLargeError
 from .result import SolveResult, StateAnswer
-from .solve import solve_from
 
 USER_ERRORS = (RulesError, PositionError, UnknownCardError, GraphTooLargeError)
 CERTIFICATE_BOUND = 1e-9
@@ -41,6 +44,10 @@ class ChargeSparkCLI(click.Group):
                 traceback.print_exc()
             click.echo(f"charge-spark: error: {error}", err=True)
             ctx.exit(2)
+        except KeyboardInterrupt:
+            # Tables are written atomically: an interrupted run leaves the cache as it was.
+            click.echo("charge-spark: interrupted; nothing partial was saved", err=True)
+            ctx.exit(130)
 
 
 @click.group(cls=ChargeSparkCLI)
@@ -50,6 +57,11 @@ def main(ctx: click.Context, debug: bool) -> None:
     """Game-theory solver for the card duel Charge & Spark."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def rules_options(command):
@@ -76,25 +88,109 @@ def rules(rules_file: str | None, overrides: tuple[str, ...]) -> None:
     click.echo(rules_to_toml(rules_in_force(rules_file, overrides)), nl=False)
 
 
+def cache_options(command):
+    command = click.option(
+        "--cache-dir", type=click.Path(file_okay=False), default=None,
+        help=f"Where solved tables live (default: ${CACHE_ENV} or ~/.cache/charge-spark/tables).",
+    )(command)
+    return command
+
+
+def cached_table(path: Path, key: str) -> SolveResult | None:
+    """The solved table at `path`, or None; a damaged one is reported, moved aside and ignored."""
+    try:
+        return load_table(path, key)
+    except FileNotFoundError:
+        return None
+    except DamagedTableError as error:
+        moved = quarantine(path)
+        click.echo(f"charge-spark: warning: {error}; moved aside to {moved.name}, recomputing", err=True)
+        return None
+
+
+@main.command()
+@rules_options
+@cache_options
+@click.option("--force", is_flag=True, help="Solve again even if a solved table is cached.")
+@click.option("--max-states", type=click.IntRange(min=1), default=None, help="Refuse to enumerate more states than this.")
+def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, force: bool, max_states: int | None) -> None:
+    """Solve every state reachable from the start and store the table in the cache."""
+    rule_set = rules_in_force(rules_file, overrides)
+    game = ChargeSparkGame(rule_set)
+    key = fingerprint(rule_set)
+    path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
+    code = game.encode(initial_position(rule_set))
+    started = time.perf_counter()
+    with table_lock(path):  # a second solve of the same rules waits, then reuses the table
+        result = None if force else cached_table(path, key)
+        reused = result is not None
+        if result is None:
+            from .solve import solve_from
+
+            result = solve_from(game, [code], show_progress=sys.stderr.isatty(), max_states=max_states)
+            save_table(path, result, key, {"fingerprint": key, "rules": canonical_mapping(rule_set)})
+    answer = result.answer(code, game)
+    verdict = "ok" if result.max_exploitability <= CERTIFICATE_BOUND else "FAILED"
+    lines = [
+        f"rules        {rule_set.name or '(unnamed)'}  [fingerprint {key}]",
+        f"changed      {rules_difference(rule_set)}",
+        f"states       {result.num_states:,}",
+        f"value        {answer.value:.12f} at the start (to P1)",
+        f"certificate  exploitability at the start {answer.exploitability:.2e}, largest over all states"
+        f" {result.max_exploitability:.2e} ({verdict}, bound {CERTIFICATE_BOUND:.0e});"
+        f" largest Bellman residual {result.bellman_residual:.2e}",
+        f"table        {path} ({path.stat().st_size / 1e6:,.1f} MB)"
+        + ("  [already solved; --force to solve again]" if reused else ""),
+        f"time         {timing_line(result, time.perf_counter() - started) if not reused else f'{time.perf_counter() - started:.2f} s (loaded)'}",
+    ]
+    click.echo("\n".join(lines))
+
+
 @main.command()
 @click.argument("position")
 @rules_options
+@cache_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--max-states", type=click.IntRange(min=1), default=None, help="Refuse to enumerate more states than this.")
-def query(position: str, rules_file: str | None, overrides: tuple[str, ...], as_json: bool, max_states: int | None) -> None:
-    """Optimal play at POSITION (`start`, or the spec's notation in quotes)."""
+def query(
+    position: str, rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, as_json: bool,
+    max_states: int | None,
+) -> None:
+    """Optimal play at POSITION (`start`, or the spec's notation in quotes).
+
+    Answered from the solved table of the rules in force if `solve` has stored
+    one that holds the position; otherwise the positions reachable from it are
+    solved now (not stored).
+    """
     rule_set = rules_in_force(rules_file, overrides)
     parsed = parse_position(position, rule_set)
     game = ChargeSparkGame(rule_set)
     code = game.encode(parsed)
     started = time.perf_counter()
-    result = solve_from(game, [code], show_progress=not as_json and sys.stderr.isatty(), max_states=max_states)
+    key = fingerprint(rule_set)
+    path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
+    result = cached_table(path, key)
+    if result is not None and not contains(result, code):
+        result = None
+    source = path if result is not None else None
+    if result is None:
+        from .solve import solve_from
+
+        result = solve_from(game, [code], show_progress=not as_json and sys.stderr.isatty(), max_states=max_states)
     elapsed = time.perf_counter() - started
-    answer = result.answer(code)
+    answer = result.answer(code, game)
     if as_json:
         click.echo(json.dumps(query_json(rule_set, format_position(parsed, rule_set), answer, result)))
     else:
-        click.echo(query_text(rule_set, format_position(parsed, rule_set), answer, result, elapsed))
+        click.echo(query_text(rule_set, format_position(parsed, rule_set), answer, result, elapsed, source))
+
+
+def contains(result: SolveResult, code: int) -> bool:
+    try:
+        result.index_of(code)
+    except KeyError:
+        return False
+    return True
 
 
 def query_json(rule_set: RuleSet, position: str, answer: StateAnswer, result: SolveResult) -> dict:
@@ -116,7 +212,7 @@ def query_json(rule_set: RuleSet, position: str, answer: StateAnswer, result: So
             "p2_guarantee": answer.p2_guarantee,
             "bellman_residual": result.bellman_residual,
             "max_exploitability_all_states": result.max_exploitability,
-            "states": result.graph.num_states,
+            "states": result.num_states,
             "method": result.method,
             "seconds": {phase: round(seconds, 3) for phase, seconds in result.timings.items()},
         },
@@ -149,7 +245,7 @@ def _strategy_line(strategy: dict[str, float]) -> str:
 
 
 def timing_line(result: SolveResult, elapsed: float) -> str:
-    n = result.graph.num_states
+    n = result.num_states
     t = result.timings
     parts = [f"{elapsed:.1f} s in all"]
     for phase in ("enumerate", "solve", "certify"):
@@ -159,7 +255,10 @@ def timing_line(result: SolveResult, elapsed: float) -> str:
     return "; ".join(parts)
 
 
-def query_text(rule_set: RuleSet, position: str, answer: StateAnswer, result: SolveResult, elapsed: float) -> str:
+def query_text(
+    rule_set: RuleSet, position: str, answer: StateAnswer, result: SolveResult, elapsed: float,
+    source: Path | None = None,
+) -> str:
     width = max(len(c) for c in answer.rows + answer.cols) + 1
     header = " " * width + "".join(f"{c:>{width + 2}}" for c in answer.cols)
     lines = [
@@ -189,8 +288,12 @@ def query_text(rule_set: RuleSet, position: str, answer: StateAnswer, result: So
         f"certificate  exploitability {answer.exploitability:.2e} ({verdict}, bound {CERTIFICATE_BOUND:.0e}):"
         f" P1's strategy guarantees {answer.p1_guarantee:.12f}, P2's {answer.p2_guarantee:.12f}",
         f"             largest Bellman residual {result.bellman_residual:.2e}; largest exploitability"
-        f" over all {result.graph.num_states:,} states {result.max_exploitability:.2e}",
-        f"             {timing_line(result, elapsed)}",
+        f" over all {result.num_states:,} states {result.max_exploitability:.2e}",
+        f"             {timing_line(result, elapsed) if source is None else f'answered in {elapsed:.2f} s from the solved table {source}'}",
         f"             method: {result.method}",
     ]
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .graph import GameGraph
+from .protocol import StochasticGame
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,28 @@ class StateAnswer:
     p2_guarantee: float
 
 
+# Per-state (or per-action) arrays: what the cache stores, in this order.
+ARRAY_FIELDS = (
+    "states", "row_ptr", "row_actions", "col_ptr", "col_actions", "values", "row_strategy",
+    "col_strategy", "terminal_probability", "unending_probability", "p1_guarantee", "p2_guarantee",
+    "terminal_payoff",
+)
+
+
 @dataclass(frozen=True, eq=False)
 class SolveResult:
-    graph: GameGraph
+    """Values, strategies, outcome probabilities and certificate of every
+    solved state. State i has code `states[i]` (sorted) and P1's actions
+    `row_actions[row_ptr[i]:row_ptr[i+1]]` (strategy weights at the same
+    positions of `row_strategy`), P2's likewise. The transitions are not kept
+    (`graph` is None for a table loaded from disk): a stage matrix is rebuilt
+    from the game on demand."""
+
+    states: np.ndarray
+    row_ptr: np.ndarray
+    row_actions: np.ndarray
+    col_ptr: np.ndarray
+    col_actions: np.ndarray
     values: np.ndarray
     row_strategy: np.ndarray
     col_strategy: np.ndarray
@@ -36,9 +56,18 @@ class SolveResult:
     unending_probability: np.ndarray
     p1_guarantee: np.ndarray
     p2_guarantee: np.ndarray
+    terminal_payoff: np.ndarray
+    terminal_labels: tuple[str, ...]
+    action_labels: tuple[str, ...]
+    unending_payoff: float
     bellman_residual: float
     method: str
     timings: dict[str, float] = field(default_factory=dict)
+    graph: GameGraph | None = None
+
+    @property
+    def num_states(self) -> int:
+        return int(self.states.shape[0])
 
     @property
     def exploitability(self) -> np.ndarray:
@@ -51,19 +80,41 @@ class SolveResult:
     def max_exploitability(self) -> float:
         return float(self.exploitability.max(initial=0.0))
 
-    def answer(self, code: int) -> StateAnswer:
-        g = self.graph
-        i = g.index_of(code)
-        rows = tuple(g.action_labels[a] for a in g.row_actions[g.row_ptr[i] : g.row_ptr[i + 1]])
-        cols = tuple(g.action_labels[a] for a in g.col_actions[g.col_ptr[i] : g.col_ptr[i + 1]])
-        x = self.row_strategy[g.row_ptr[i] : g.row_ptr[i + 1]]
-        y = self.col_strategy[g.col_ptr[i] : g.col_ptr[i + 1]]
-        matrix = g.stage_matrix(i, self.values)
+    def index_of(self, code: int) -> int:
+        """Index of the state with encoding `code`; KeyError if it was not solved."""
+        i = int(np.searchsorted(self.states, code))
+        if i >= self.num_states or self.states[i] != code:
+            raise KeyError(code)
+        return i
+
+    def stage_matrix(self, code: int, game: StochasticGame) -> np.ndarray:
+        """Value to P1 after each action pair at state `code` (rows P1's actions)."""
+        expansion = game.expand(np.array([code], dtype=np.int64))
+        m, n = int(expansion.row_count[0]), int(expansion.col_count[0])
+        counts = np.asarray(expansion.out_count, np.int64)
+        nxt = np.asarray(expansion.out_next, np.int64)
+        live = nxt >= 0
+        index = np.searchsorted(self.states, nxt[live])
+        if index.size and (index.max() >= self.num_states or np.any(self.states[index] != nxt[live])):
+            raise KeyError(f"a successor of state {code} was not solved")
+        cont = np.empty(nxt.shape[0])
+        cont[live] = self.values[index]
+        cont[~live] = self.terminal_payoff[-1 - nxt[~live]]
+        cell = np.repeat(np.arange(m * n), counts)
+        return np.bincount(cell, weights=np.asarray(expansion.out_prob) * cont, minlength=m * n).reshape(m, n)
+
+    def answer(self, code: int, game: StochasticGame) -> StateAnswer:
+        i = self.index_of(code)
+        rows = tuple(self.action_labels[a] for a in self.row_actions[self.row_ptr[i] : self.row_ptr[i + 1]])
+        cols = tuple(self.action_labels[a] for a in self.col_actions[self.col_ptr[i] : self.col_ptr[i + 1]])
+        x = self.row_strategy[self.row_ptr[i] : self.row_ptr[i + 1]]
+        y = self.col_strategy[self.col_ptr[i] : self.col_ptr[i + 1]]
+        matrix = self.stage_matrix(code, game)
         return StateAnswer(
             value=float(self.values[i]),
             terminal_probability={
                 label: float(self.terminal_probability[i, t])
-                for t, label in enumerate(g.terminal_labels)
+                for t, label in enumerate(self.terminal_labels)
             },
             unending_probability=float(self.unending_probability[i]),
             row_strategy={a: float(p) for a, p in zip(rows, x)},

@@ -63,7 +63,11 @@ def solve_from(
     timings["certify"] = time.perf_counter() - clock
 
     return SolveResult(
-        graph=graph,
+        states=graph.states,
+        row_ptr=graph.row_ptr,
+        row_actions=graph.row_actions,
+        col_ptr=graph.col_ptr,
+        col_actions=graph.col_actions,
         values=values,
         row_strategy=row,
         col_strategy=col,
@@ -71,7 +75,12 @@ def solve_from(
         unending_probability=unending,
         p1_guarantee=lower,
         p2_guarantee=upper,
+        terminal_payoff=graph.terminal_payoff,
+        terminal_labels=graph.terminal_labels,
+        action_labels=graph.action_labels,
+        unending_payoff=graph.unending_payoff,
         bellman_residual=float(residual.max(initial=0.0)),
         method=METHOD,
         timings=timings,
+        graph=graph,
     )

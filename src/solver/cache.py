@@ -1,0 +1,194 @@
+"""Solved tables on disk: one file per key, written atomically, verified on load.
+
+A table is a numpy `.npz` (no pickle: loaded with `allow_pickle=False`) holding
+the `SolveResult` arrays and a JSON header: format name and version, the
+package version that wrote it, the caller's key and metadata (e.g. the rules
+fingerprint), and a SHA-256 of every array's dtype, shape and bytes. Anything
+that does not match -- truncation, a flipped byte, another format version,
+another key -- raises `DamagedTableError`; the caller moves the file aside with
+`quarantine` and recomputes. Writes go to a temporary file in the same
+directory, are flushed and fsynced, then renamed over the target, so a reader
+sees the old table or the new one, never half of one; `table_lock` lets a
+second solve of the same key wait for the first instead of repeating it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import time
+import zipfile
+from collections.abc import Iterator
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from .result import ARRAY_FIELDS, SolveResult
+
+FORMAT = "charge-spark solved table"
+FORMAT_VERSION = 1
+CACHE_ENV = "CHARGE_SPARK_CACHE"
+
+
+class DamagedTableError(Exception):
+    """A cache file that cannot be trusted (the message names the file and the problem)."""
+
+
+def package_version() -> str:
+    try:
+        return metadata.version("charge-spark")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def default_cache_dir() -> Path:
+    """$CHARGE_SPARK_CACHE, else $XDG_CACHE_HOME/charge-spark/tables, else ~/.cache/charge-spark/tables."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "charge-spark" / "tables"
+
+
+def table_path(cache_dir: Path, key: str) -> Path:
+    return Path(cache_dir) / f"{key}.npz"
+
+
+def _checksum(arrays: dict[str, np.ndarray]) -> str:
+    digest = hashlib.sha256()
+    for name in ARRAY_FIELDS:
+        a = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}:{a.dtype.str}:{a.shape}\n".encode())
+        digest.update(a.view(np.uint8).reshape(-1) if a.size else b"")
+    return digest.hexdigest()
+
+
+def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = None) -> None:
+    """Write `result` to `path` atomically (temporary file, fsync, rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    arrays = {name: np.ascontiguousarray(getattr(result, name)) for name in ARRAY_FIELDS}
+    header = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "written_by": package_version(),
+        "key": key,
+        "meta": meta or {},
+        "terminal_labels": list(result.terminal_labels),
+        "action_labels": list(result.action_labels),
+        "unending_payoff": result.unending_payoff,
+        "bellman_residual": result.bellman_residual,
+        "method": result.method,
+        "timings": result.timings,
+        "sha256": _checksum(arrays),
+    }
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, header=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    with contextlib.suppress(OSError):  # make the rename itself durable
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def load_table(path: Path, key: str) -> SolveResult:
+    """The table at `path`, checked against `key`; FileNotFoundError if there is
+    none, DamagedTableError if it cannot be trusted."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            names = set(npz.files)
+            if "header" not in names:
+                raise DamagedTableError(f"{path}: not a solved table (no header)")
+            header = json.loads(npz["header"].tobytes().decode())
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
+                raise DamagedTableError(f"{path}: not a solved table")
+            if header.get("format_version") != FORMAT_VERSION:
+                raise DamagedTableError(
+                    f"{path}: table format {header.get('format_version')}, this version reads {FORMAT_VERSION}"
+                )
+            if header.get("key") != key:
+                raise DamagedTableError(f"{path}: table of {header.get('key')!r}, expected {key!r}")
+            missing = [name for name in ARRAY_FIELDS if name not in names]
+            if missing:
+                raise DamagedTableError(f"{path}: missing arrays {', '.join(missing)}")
+            arrays = {name: npz[name] for name in ARRAY_FIELDS}
+    except FileNotFoundError:
+        raise
+    except DamagedTableError:
+        raise
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError) as error:
+        raise DamagedTableError(f"{path}: unreadable ({type(error).__name__}: {error})") from None
+    if _checksum(arrays) != header.get("sha256"):
+        raise DamagedTableError(f"{path}: checksum mismatch (the file was changed or damaged)")
+    problem = _inconsistency(arrays)
+    if problem:
+        raise DamagedTableError(f"{path}: inconsistent arrays ({problem})")
+    try:
+        return SolveResult(
+            **arrays,
+            terminal_labels=tuple(header["terminal_labels"]),
+            action_labels=tuple(header["action_labels"]),
+            unending_payoff=float(header["unending_payoff"]),
+            bellman_residual=float(header["bellman_residual"]),
+            method=str(header["method"]),
+            timings={str(k): float(v) for k, v in header["timings"].items()},
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise DamagedTableError(f"{path}: malformed header ({error})") from None
+
+
+def _inconsistency(a: dict[str, np.ndarray]) -> str | None:
+    """What is wrong with the arrays' sizes and kinds, or None."""
+    n = a["states"].shape[0]
+    for name in ARRAY_FIELDS:
+        if a[name].dtype.kind not in "iuf":
+            return f"{name} has dtype {a[name].dtype}"
+    per_state = ("values", "unending_probability", "p1_guarantee", "p2_guarantee")
+    for name in per_state:
+        if a[name].shape != (n,):
+            return f"{name} has shape {a[name].shape}, expected ({n},)"
+    if a["terminal_probability"].shape != (n, a["terminal_payoff"].shape[0]):
+        return "terminal_probability does not match states and terminal outcomes"
+    for side in ("row", "col"):
+        ptr, actions, strategy = a[f"{side}_ptr"], a[f"{side}_actions"], a[f"{side}_strategy"]
+        if ptr.shape != (n + 1,) or (n and (ptr[0] != 0 or np.any(np.diff(ptr) < 1))):
+            return f"{side}_ptr is not an index of {n} states"
+        if actions.shape != (int(ptr[-1]),) or strategy.shape != actions.shape:
+            return f"{side}_actions or {side}_strategy has the wrong length"
+    if n > 1 and np.any(np.diff(a["states"]) <= 0):
+        return "states are not sorted"
+    return None
+
+
+def quarantine(path: Path) -> Path:
+    """Move a damaged table aside (kept for inspection, never loaded again)."""
+    path = Path(path)
+    target = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+    os.replace(path, target)
+    return target
+
+
+@contextlib.contextmanager
+def table_lock(path: Path) -> Iterator[None]:
+    """Exclusive lock for computing the table at `path` (a second process waits)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.name}.lock"), "a+b") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)

@@ -1,0 +1,184 @@
+"""Solved tables on disk: round trip, and every kind of damage is detected,
+reported and never loaded; an interrupted write leaves the old table intact."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import zipfile
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.state import initial_position
+from solver import cache
+from solver.cache import DamagedTableError, load_table, quarantine, save_table, table_path
+from solver.result import ARRAY_FIELDS
+from solver.solve import solve_from
+
+SMALL = ["board=SM", "health=1", "bonus_cards="]
+
+
+@lru_cache(maxsize=None)
+def small_solve():
+    rules = apply_overrides(RuleSet(), SMALL)
+    game = ChargeSparkGame(rules)
+    root = game.encode(initial_position(rules))
+    return fingerprint(rules), game, root, solve_from(game, [root], show_progress=False)
+
+
+@pytest.fixture
+def saved(tmp_path):
+    key, game, root, result = small_solve()
+    path = table_path(tmp_path, key)
+    save_table(path, result, key, {"fingerprint": key})
+    return path, key, game, root, result
+
+
+def test_round_trip_keeps_every_array_and_the_answer(saved):
+    path, key, game, root, result = saved
+    loaded = load_table(path, key)
+    for name in ARRAY_FIELDS:
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(result, name))
+    assert loaded.graph is None
+    assert loaded.answer(root, game) == result.answer(root, game)
+    assert loaded.method == result.method and loaded.bellman_residual == result.bellman_residual
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
+
+
+def test_a_missing_table_is_not_an_error(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load_table(tmp_path / "none.npz", "abc")
+
+
+def test_truncated_table_is_detected(saved):
+    path, key, *_ = saved
+    data = path.read_bytes()
+    for keep in (0, 10, len(data) // 2, len(data) - 1):
+        path.write_bytes(data[:keep])
+        with pytest.raises(DamagedTableError, match=path.name):
+            load_table(path, key)
+
+
+def test_every_flipped_byte_in_a_sample_is_detected(saved):
+    path, key, *_ = saved
+    data = path.read_bytes()
+    rng = np.random.default_rng(0)
+    for at in rng.choice(len(data), size=40, replace=False):
+        damaged = bytearray(data)
+        damaged[at] ^= 1 << int(rng.integers(8))
+        path.write_bytes(bytes(damaged))
+        with pytest.raises(DamagedTableError):
+            load_table(path, key)
+
+
+def _rewrite_header(path, change):
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    header = json.loads(arrays.pop("header").tobytes())
+    change(header)
+    np.savez(path, header=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)
+
+
+def test_table_of_other_rules_is_refused(saved):
+    path, key, *_ = saved
+    with pytest.raises(DamagedTableError, match="expected"):
+        load_table(path, "0123456789ab")
+
+
+def test_other_format_version_is_refused(saved):
+    path, key, *_ = saved
+    _rewrite_header(path, lambda h: h.update(format_version=cache.FORMAT_VERSION + 1))
+    with pytest.raises(DamagedTableError, match="format"):
+        load_table(path, key)
+
+
+def test_changed_array_with_a_stale_checksum_is_refused(saved):
+    path, key, *_ = saved
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    arrays["values"] = arrays["values"] * 0.5
+    np.savez(path, **arrays)
+    with pytest.raises(DamagedTableError, match="checksum"):
+        load_table(path, key)
+
+
+def test_pickled_object_arrays_are_never_loaded(saved):
+    path, key, *_ = saved
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    arrays["values"] = np.array([object()], dtype=object)
+    np.savez(path, **arrays)
+    with pytest.raises(DamagedTableError):
+        load_table(path, key)
+
+
+def test_not_a_table_at_all(tmp_path):
+    path = tmp_path / "x.npz"
+    path.write_text("hello")
+    with pytest.raises(DamagedTableError, match="unreadable"):
+        load_table(path, "x")
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("other.npy", b"")
+    with pytest.raises(DamagedTableError):
+        load_table(path, "x")
+
+
+def test_quarantine_moves_the_file_aside(saved):
+    path, *_ = saved
+    moved = quarantine(path)
+    assert not path.exists() and moved.exists() and moved.name.startswith(path.name + ".damaged")
+
+
+def test_failed_write_leaves_the_old_table_and_no_temporary(saved, monkeypatch):
+    path, key, *_ = saved
+    before = path.read_bytes()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cache.np, "savez", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        save_table(path, small_solve()[3], key)
+    assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+def test_kill_9_during_a_write_leaves_a_loadable_table(saved):
+    path, key, *_ = saved
+    # A child rewrites the table over and over with a big payload; kill it mid-write.
+    script = textwrap.dedent(f"""
+        import numpy as np, sys
+        from dataclasses import replace
+        sys.path[:0] = {sys.path!r}
+        from solver.cache import load_table, save_table
+        table = load_table({str(path)!r}, {key!r})
+        big = replace(table, method="x" * 80_000_000)  # a slow write of a valid table
+        print("ready", flush=True)
+        while True:
+            save_table({str(path)!r}, big, {key!r})
+    """)
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "ready"
+    time.sleep(0.5)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    load_table(path, key)  # the old table or a complete new one, never half of one
+
+
+def test_arrays_of_inconsistent_sizes_are_refused(saved):
+    path, key, *_ = saved
+    table = load_table(path, key)
+    from dataclasses import replace
+
+    save_table(path, replace(table, values=table.values[:-1]), key)
+    with pytest.raises(DamagedTableError, match="values"):
+        load_table(path, key)
