@@ -21,6 +21,10 @@ test-all: $(STAMP)
 clean:
 	rm -rf $(VENV) build src/*.egg-info
 
+.PHONY: bench
+bench: $(STAMP)
+	$(PY) -m solver.bench
+
 .PHONY: example
 example: $(STAMP)
 	$(VENV)/bin/charge-spark query start --set 'board=S*M' --set health=1

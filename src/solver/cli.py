@@ -21,7 +21,7 @@ from rules.charge_spark.config import (
     load_rules,
     rules_to_toml,
 )
-from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
 from rules.charge_spark.notation import PositionError, format_position, parse_position
 from rules.charge_spark.state import initial_position
 
@@ -129,7 +129,7 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
 
             result = solve_from(game, [code], show_progress=sys.stderr.isatty(), max_states=max_states)
             save_table(path, result, key, {"fingerprint": key, "rules": canonical_mapping(rule_set)})
-    answer = result.answer(code, game)
+    answer = result.answer(code, ReferenceChargeSparkGame(rule_set) if reused else game)
     verdict = "ok" if result.max_exploitability <= CERTIFICATE_BOUND else "FAILED"
     lines = [
         f"rules        {rule_set.name or '(unnamed)'}  [fingerprint {key}]",
@@ -177,8 +177,10 @@ def query(
         from .solve import solve_from
 
         result = solve_from(game, [code], show_progress=not as_json and sys.stderr.isatty(), max_states=max_states)
+    # One stage game from a stored table: the readable engine builds it at once,
+    # where loading the compiled one would cost more than the whole answer.
+    answer = result.answer(code, game if source is None else ReferenceChargeSparkGame(rule_set))
     elapsed = time.perf_counter() - started
-    answer = result.answer(code, game)
     if as_json:
         click.echo(json.dumps(query_json(rule_set, format_position(parsed, rule_set), answer, result)))
     else:

@@ -94,7 +94,7 @@ def _ptr(counts: np.ndarray) -> np.ndarray:
 
 
 def reachable_states(
-    game, roots: np.ndarray, progress=None, max_states: int | None = None
+    game, roots: np.ndarray, progress=None, max_states: int | None = None, chunk: int = 1 << 16
 ) -> np.ndarray:
     """Sorted codes of every state reachable from `roots` (breadth first, batched).
 
@@ -104,9 +104,10 @@ def reachable_states(
     seen = np.unique(np.asarray(roots, dtype=np.int64))
     frontier = seen
     while frontier.size:
-        expansion = game.expand(frontier)
-        nxt = expansion.out_next
-        successors = np.unique(nxt[nxt >= 0])
+        # In chunks: a whole layer's expansion (cells x outcomes) would dwarf the states.
+        successors = np.unique(np.concatenate([
+            _successor_codes(game, frontier[lo : lo + chunk]) for lo in range(0, frontier.size, chunk)
+        ]))
         frontier = successors[~_sorted_contains(seen, successors)]
         if frontier.size:
             seen = np.union1d(seen, frontier)
@@ -117,6 +118,11 @@ def reachable_states(
                 f"more than {max_states:,} reachable states (limit; see --max-states)"
             )
     return seen
+
+
+def _successor_codes(game, codes: np.ndarray) -> np.ndarray:
+    nxt = game.expand(codes).out_next
+    return np.unique(nxt[nxt >= 0])
 
 
 class GraphTooLargeError(RuntimeError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable
 
@@ -11,7 +12,7 @@ from tqdm import tqdm
 from .bracketing import bracket_values
 from .certify import bellman_residual, best_response_values, outcome_probabilities
 from .components import strongly_connected_components
-from .graph import build_graph, reachable_states
+from .graph import GraphTooLargeError, build_graph, reachable_states
 from .protocol import StochasticGame
 from .result import SolveResult
 
@@ -19,6 +20,23 @@ METHOD = (
     "components in dependency order; per cyclic component, alternating exact best responses "
     "and stage re-solves on the nudged opponent guarantee; exact best-response certificate"
 )
+
+
+GRAPH_BYTES_PER_STATE = 1700  # peak while solving, measured on S*M health 2: 1.7 GB for 1,023,145 states
+
+
+def check_graph_fits(num_states: int) -> None:
+    """Refuse, before building it, a graph whose solve would not fit in the memory available."""
+    need = num_states * GRAPH_BYTES_PER_STATE
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return
+    if need > 0.9 * available:
+        raise GraphTooLargeError(
+            f"{num_states:,} reachable states would need about {need / 1e9:.1f} GB to solve"
+            f" as an explicit graph; {available / 1e9:.1f} GB of memory is available"
+        )
 
 
 def solve_from(
@@ -39,6 +57,7 @@ def solve_from(
             bar.update(count - bar.n)
 
         states = reachable_states(game, roots, progress=found, max_states=max_states)
+        check_graph_fits(states.size)
         graph = build_graph(game, states)
     timings["enumerate"] = time.perf_counter() - clock
 

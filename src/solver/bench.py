@@ -1,0 +1,182 @@
+"""`make bench`: speed figures with their baselines, measured in the same run.
+
+1. Stage-game kernel against scipy `linprog` (HiGHS) on random zero-sum games:
+   solves per second, and the values must agree to 1e-9.
+2. End to end on a rule set (default: board S*M, health 1): the full solve
+   (enumerate, solve, certify) against the plain baseline, Jacobi iteration of
+   Shapley's operator with one scipy LP per state per sweep (`reference.py`).
+   The baseline is far too slow to run in full, so it is extrapolated by a
+   stated rule: (scipy seconds per stage game, measured on this graph's own
+   stage games) x (states) x (sweeps the same Jacobi iteration needs, counted
+   with the compiled stage solver; capped, so the ratio is then a lower bound).
+3. The full default game: states and enumeration rate, the memory the explicit
+   graph would need, and the solve if it fits in the memory allowed.
+
+Run as `python -m solver.bench [--quick]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+
+import numba
+import numpy as np
+
+from .graph import build_graph, reachable_states
+from .shapley import max_cells, stage_matrix_kernel
+from .solve import GRAPH_BYTES_PER_STATE, solve_from
+from .stage import matrix_game_kernel, solve_matrix_game_lp
+
+TARGET_STAGE_RATIO = 300  # at 6x6
+TARGET_END_TO_END_RATIO = 1000
+MEMORY_LIMIT_GB = 6.0
+
+
+def _timed(fn, *args):
+    start = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - start
+
+
+@numba.njit(cache=True)
+def _kernel_values(games):
+    out = np.empty(games.shape[0])
+    for g in range(games.shape[0]):
+        out[g] = matrix_game_kernel(games[g])[0]
+    return out
+
+
+def bench_stage_kernel(sizes=(3, 6, 10), lp_games: int = 300, kernel_games: int = 20_000) -> list[str]:
+    rng = np.random.default_rng(2026)
+    lines = ["stage-game kernel vs scipy linprog (HiGHS), random zero-sum games, entries U(0,1)"]
+    lines.append(f"  {'size':>6} {'scipy/s':>10} {'kernel/s':>12} {'ratio':>8} {'max |dv|':>10}")
+    for k in sizes:
+        games = rng.random((kernel_games, k, k))
+        _kernel_values(games[:10])  # compile or load outside the timing
+        kernel_vals, kernel_t = _timed(_kernel_values, games)
+        lp_vals = np.empty(lp_games)
+        start = time.perf_counter()
+        for g in range(lp_games):
+            lp_vals[g] = solve_matrix_game_lp(games[g]).value
+        lp_t = time.perf_counter() - start
+        diff = float(np.abs(lp_vals - kernel_vals[:lp_games]).max())
+        lp_rate, kernel_rate = lp_games / lp_t, kernel_games / kernel_t
+        ratio = kernel_rate / lp_rate
+        flag = "" if diff <= 1e-9 else "  VALUES DISAGREE"
+        if k == 6:
+            flag += f"  (target >= {TARGET_STAGE_RATIO}x: {'met' if ratio >= TARGET_STAGE_RATIO else 'NOT met'})"
+        lines.append(f"  {k}x{k:<4} {lp_rate:>10,.0f} {kernel_rate:>12,.0f} {ratio:>7,.0f}x {diff:>10.1e}{flag}")
+    lines.append("  (scipy: both players' strategies, one HiGHS LP each; kernel: the same answer)")
+    return lines
+
+
+@numba.njit(cache=True)
+def _jacobi_sweep(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, pay, unending, values, new, cells):
+    buffer = np.empty(cells)
+    change = 0.0
+    for i in range(values.shape[0]):
+        m = row_ptr[i + 1] - row_ptr[i]
+        n = col_ptr[i + 1] - col_ptr[i]
+        a = buffer[: m * n].reshape((m, n))
+        stage_matrix_kernel(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, pay, m, n, a)
+        new[i] = matrix_game_kernel(a)[0]
+        change = max(change, abs(new[i] - values[i]))
+    return change
+
+
+def jacobi_sweeps_needed(graph, tol: float, cap: int) -> tuple[int, bool]:
+    """Sweeps of plain Jacobi value iteration from the unending payoff until the
+    largest change is <= tol (the baseline's own stopping rule), up to `cap`."""
+    values = np.full(graph.num_states, graph.unending_payoff)
+    new = np.empty_like(values)
+    args = (graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr, graph.out_next, graph.out_prob,
+            graph.terminal_payoff, graph.unending_payoff)
+    for sweep in range(1, cap + 1):
+        change = _jacobi_sweep(*args, values, new, max_cells(graph))
+        values, new = new, values
+        if change <= tol:
+            return sweep, True
+    return cap, False
+
+
+def bench_end_to_end(game, root: int, label: str, sample: int = 400, sweep_cap: int = 300) -> list[str]:
+    result, ours = _timed(lambda: solve_from(game, [root], show_progress=False))
+    graph = result.graph
+    n = graph.num_states
+    rng = np.random.default_rng(1)
+    picks = rng.choice(n, size=min(sample, n), replace=False)
+    start = time.perf_counter()
+    for i in picks:
+        solve_matrix_game_lp(graph.stage_matrix(int(i), result.values))
+    per_lp = (time.perf_counter() - start) / picks.size
+    (sweeps, converged), jacobi_t = _timed(jacobi_sweeps_needed, graph, 1e-9, sweep_cap)
+    baseline = per_lp * n * sweeps
+    bound = "" if converged else ">= "
+    ratio = baseline / ours
+    met = "met" if ratio >= TARGET_END_TO_END_RATIO else "NOT met"
+    t = result.timings
+    return [
+        f"end to end, {label}: {n:,} states",
+        f"  ours      {ours:8.1f} s  (enumerate {t['enumerate']:.1f} s, solve {t['solve']:.1f} s,"
+        f" certify {t['certify']:.1f} s; {n / ours:,.0f} states/s;"
+        f" largest exploitability {result.max_exploitability:.1e})",
+        f"  baseline  {bound}{baseline:8.0f} s  = {per_lp * 1e3:.2f} ms per scipy stage LP (mean of {picks.size}"
+        f" of this graph's stage games) x {n:,} states x {bound}{sweeps} Jacobi sweeps"
+        + (" to a change <= 1e-9" if converged else f" (not converged at the cap; counted in {jacobi_t:.0f} s)"),
+        f"  ratio     {bound}{ratio:,.0f}x  (target >= {TARGET_END_TO_END_RATIO}x: {met})",
+    ]
+
+
+def bench_full_game(game, root: int, memory_limit_gb: float) -> list[str]:
+    lines = ["full default game"]
+    states, enum_t = _timed(reachable_states, game, np.array([root]))
+    n = states.size
+    need = n * GRAPH_BYTES_PER_STATE / 1e9
+    lines.append(f"  reachable states {n:,}; enumerated in {enum_t:.1f} s ({n / enum_t:,.0f} states/s)")
+    if need > memory_limit_gb:
+        lines.append(
+            f"  solve NOT run: solving it as an explicit graph needs about {need:.0f} GB ({GRAPH_BYTES_PER_STATE:,} B/state peak)"
+            f" against a limit of {memory_limit_gb:.0f} GB (targets: 10 min / 6 GB, goal 2 min): NOT met"
+        )
+        return lines
+    result, wall = _timed(lambda: solve_from(game, [root], show_progress=False))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    lines.append(f"  solved in {wall:.0f} s, peak memory {peak:.1f} GB, {n / wall:,.0f} states/s")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rules.charge_spark.config import RuleSet, apply_overrides
+    from rules.charge_spark.game import ChargeSparkGame
+    from rules.charge_spark.state import initial_position
+
+    parser = argparse.ArgumentParser(prog="python -m solver.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a small rule set end to end, and no full game")
+    parser.add_argument("--memory-limit-gb", type=float, default=MEMORY_LIMIT_GB)
+    args = parser.parse_args(argv)
+
+    def rooted(overrides):
+        rules = apply_overrides(RuleSet(), overrides)
+        game = ChargeSparkGame(rules)
+        return game, game.encode(initial_position(rules))
+
+    print(f"machine: {numba.config.NUMBA_NUM_THREADS} hardware threads; python {sys.version.split()[0]}")
+    for line in bench_stage_kernel(kernel_games=2_000 if args.quick else 20_000, lp_games=60 if args.quick else 300):
+        print(line, flush=True)
+    overrides = ["board=SM", "health=1", "bonus_cards="] if args.quick else ["board=S*M", "health=1"]
+    game, root = rooted(overrides)
+    solve_from(game, [root], show_progress=False)  # compile/load every kernel before timing
+    for line in bench_end_to_end(game, root, " ".join(overrides), sweep_cap=50 if args.quick else 300):
+        print(line, flush=True)
+    if not args.quick:
+        game, root = rooted([])
+        for line in bench_full_game(game, root, args.memory_limit_gb):
+            print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

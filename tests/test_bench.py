@@ -1,0 +1,30 @@
+"""The benchmark's extrapolation rule counts what the baseline really does."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rules.charge_spark.config import RuleSet, apply_overrides
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.state import initial_position
+from solver.bench import bench_stage_kernel, jacobi_sweeps_needed
+from solver.graph import build_graph, reachable_states
+from solver.reference import reference_values
+
+
+def test_compiled_jacobi_needs_as_many_sweeps_as_the_plain_baseline():
+    rules = apply_overrides(
+        RuleSet(), ["board=SM", "health=1", "bonus_cards=", "battery_tiles=1", "disc_tiles=1", "start_battery=0"]
+    )
+    game = ChargeSparkGame(rules)
+    graph = build_graph(game, reachable_states(game, np.array([game.encode(initial_position(rules))])))
+    _, plain_sweeps = reference_values(graph, tol=1e-9)
+    sweeps, converged = jacobi_sweeps_needed(graph, 1e-9, cap=10_000)
+    assert converged and sweeps == plain_sweeps
+
+
+def test_stage_kernel_bench_checks_values_against_scipy():
+    lines = bench_stage_kernel(sizes=(3, 6), lp_games=5, kernel_games=50)
+    assert len(lines) == 5
+    assert not any("DISAGREE" in line for line in lines)
+    assert "target >= 300x" in lines[3]
