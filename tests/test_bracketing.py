@@ -12,7 +12,7 @@ import pytest
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver.bracketing import GAP_TOL, bracket_values, component_games
+from solver.bracketing import GAP_TOL, bracket_values, component_games, seat_mirror
 from solver.certify import best_response_values
 from solver.components import strongly_connected_components
 from solver.graph import build_graph, reachable_states
@@ -82,3 +82,25 @@ def test_epsilon_optimal_play_closes_the_bracket():
     run = bracket.row_strategy[1]
     assert 0.0 < run < 1e-6
     assert best_response_values(graph, 0, bracket.row_strategy)[0] == pytest.approx(bracket.lower[0], abs=1e-15)
+
+
+def test_seat_swapped_twins_are_copied_and_still_certify():
+    graph, components, root = variant_graph(*RAY)
+    rules = apply_overrides(RuleSet(), list(RAY))
+    twin = seat_mirror(graph, ChargeSparkGame(rules).swap(graph.states))
+    assert twin is not None and np.array_equal(twin[twin], np.arange(graph.num_states))
+    mirrored = bracket_values(graph, components, mirror=twin)
+    assert np.count_nonzero(mirrored.rounds == 0) > 0  # some cyclic components were copied
+    lower = best_response_values(graph, 0, mirrored.row_strategy)
+    upper = best_response_values(graph, 1, mirrored.col_strategy)
+    assert (upper - lower).max() <= 1e-10
+    np.testing.assert_allclose(lower + upper[twin], 1.0, atol=1e-10)
+    plain = bracket_values(graph, components)
+    np.testing.assert_allclose(0.5 * (lower + upper), 0.5 * (plain.lower + plain.upper), atol=1e-10)
+
+
+def test_no_mirror_without_a_symmetric_game():
+    game = DictGame({0: {(0, 0): [(1.0, WIN)], (1, 0): [(1.0, 0)]}}, ["win", "wait"])
+    graph = build_graph(game, np.array([0]))
+    assert seat_mirror(graph, None) is None
+    assert seat_mirror(graph, np.array([0])) is None  # P1 has two actions, P2 one: not a twin

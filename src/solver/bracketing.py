@@ -41,6 +41,8 @@ NUDGE = 1e-11  # ... which the nudge toward the own guarantee must undercut
 WARM_SWEEPS = 60  # Shapley sweeps for a cyclic component's first values
 MAX_ROUNDS = 60
 PATIENCE = 4
+RETRY_GAP = 1e-10  # a component left wider than this is retried ...
+RETRY_SWEEPS = (200, 1000)  # ... after this many more sweeps
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,16 +60,23 @@ class Bracket:
 def _settle_acyclic(
     ci, comp_ptr, comp_states, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob,
     terminal_payoff, unending, lower, upper, middle, row_strategy, col_strategy, max_cells,
+    mirror, done,
 ):
-    """Settle components ci, ci+1, ... that are one state without a self-loop;
-    return the index of the first component that is not (or whose stage game
-    the kernel declines), for the caller."""
+    """Settle components ci, ci+1, ... that are one state without a self-loop
+    (or whose seat-swapped twin is settled); return the index of the first
+    component that is not (or whose stage game the kernel declines), for the
+    caller."""
     buffer = np.empty(max_cells)
     ncomp = comp_ptr.shape[0] - 1
     while ci < ncomp:
         if comp_ptr[ci + 1] - comp_ptr[ci] != 1:
             return ci
         s = comp_states[comp_ptr[ci]]
+        if mirror.shape[0] and mirror[s] != s and done[mirror[s]]:
+            _copy_twin(s, mirror[s], 2.0 * unending, row_ptr, col_ptr, lower, upper, middle, row_strategy, col_strategy)
+            done[s] = True
+            ci += 1
+            continue
         for o in range(out_ptr[cell_ptr[s]], out_ptr[cell_ptr[s + 1]]):
             if out_next[o] == s:
                 return ci
@@ -101,8 +110,27 @@ def _settle_acyclic(
         middle[s] = 0.5 * (worst + best)
         row_strategy[row_ptr[s] : row_ptr[s + 1]] = x
         col_strategy[col_ptr[s] : col_ptr[s + 1]] = y
+        done[s] = True
         ci += 1
     return ci
+
+
+@numba.njit(cache=True)
+def _copy_twin(s, t, total, row_ptr, col_ptr, lower, upper, middle, row_strategy, col_strategy):
+    """State s is state t with the seats swapped: P1 at s plays what P2 plays at
+    t and guarantees what P2 concedes there (payoffs p -> total - p)."""
+    lower[s] = total - upper[t]
+    upper[s] = total - lower[t]
+    middle[s] = total - middle[t]
+    row_strategy[row_ptr[s] : row_ptr[s + 1]] = col_strategy[col_ptr[t] : col_ptr[t + 1]]
+    col_strategy[col_ptr[s] : col_ptr[s + 1]] = row_strategy[row_ptr[t] : row_ptr[t + 1]]
+
+
+@numba.njit(cache=True)
+def _copy_twins(states, mirror, total, row_ptr, col_ptr, lower, upper, middle, row_strategy, col_strategy, done):
+    for s in states:
+        _copy_twin(s, mirror[s], total, row_ptr, col_ptr, lower, upper, middle, row_strategy, col_strategy)
+        done[s] = True
 
 
 @numba.njit(cache=True)
@@ -210,8 +238,8 @@ def refine_by_best_responses(
     strategy, lower, upper, rounds) of the best round.
     """
     p1_graph, p2_graph = graph, p2_graph or graph
-    row = certified_strategies(p1_graph, values)[0]
-    col = certified_strategies(p2_graph, values)[1]
+    row = certified_strategies(p1_graph, values, side=0)[0]
+    col = certified_strategies(p2_graph, values, side=1)[1]
     best = (np.inf, row, col, None, None)
     best_bad, stalled = np.inf, 0
     for rounds in range(1, max_rounds + 1):
@@ -226,19 +254,54 @@ def refine_by_best_responses(
         stalled = 0 if improved else stalled + 1
         if gap <= gap_tol or stalled >= patience:
             break
-        row = certified_strategies(p1_graph, np.maximum(lower, upper - nudge), lower)[0]
-        col = certified_strategies(p2_graph, np.minimum(upper, lower + nudge), upper)[1]
+        row = certified_strategies(p1_graph, np.maximum(lower, upper - nudge), lower, side=0)[0]
+        col = certified_strategies(p2_graph, np.minimum(upper, lower + nudge), upper, side=1)[1]
     _, row, col, lower, upper = best
     return row, col, lower, upper, rounds
+
+
+def seat_mirror(graph: GameGraph, swapped_codes: np.ndarray | None) -> np.ndarray | None:
+    """Index of each state's seat-swapped twin, given the swapped codes of
+    `graph.states`; None unless the game is symmetric: every twin present,
+    payoffs p <-> 2u - p (u the unending payoff), and P1's actions at each
+    state listed as P2's at its twin."""
+    if swapped_codes is None:
+        return None
+    states = graph.states
+    twin = np.searchsorted(states, swapped_codes)
+    if twin.size and (twin.max() >= states.size or np.any(states[twin] != swapped_codes)):
+        return None
+    total = 2.0 * graph.unending_payoff
+    if not np.all(np.isin(total - graph.terminal_payoff, graph.terminal_payoff)):
+        return None
+    if not np.array_equal(np.diff(graph.row_ptr), np.diff(graph.col_ptr)[twin]):
+        return None
+    if not np.array_equal(graph.row_actions, _gather(graph.col_ptr, graph.col_actions, twin)):
+        return None
+    return twin.astype(np.int64)
+
+
+@numba.njit(cache=True)
+def _gather(ptr, items, order):
+    out = np.empty(items.shape[0], items.dtype)
+    k = 0
+    for t in order:
+        for j in range(ptr[t], ptr[t + 1]):
+            out[k] = items[j]
+            k += 1
+    return out
 
 
 def bracket_values(
     graph: GameGraph,
     components: tuple[np.ndarray, np.ndarray],
     progress=None,
+    mirror: np.ndarray | None = None,
 ) -> Bracket:
     """Strategies and guarantees for every state, component by component (see
-    the module docstring). `progress(states)` is called as states are settled."""
+    the module docstring). `progress(states)` is called as states are settled.
+    With `mirror` (see `seat_mirror`), a component whose seat-swapped twin is
+    settled is copied from it instead of solved."""
     comp_ptr, comp_states = (np.asarray(a, np.int64) for a in components)
     n = graph.num_states
     ncomp = comp_ptr.shape[0] - 1
@@ -253,9 +316,12 @@ def bracket_values(
         comp_ptr, comp_states, graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr,
         graph.out_next, graph.out_prob, graph.terminal_payoff, graph.unending_payoff,
     )
+    done = np.zeros(n, np.bool_)
+    twin = np.zeros(0, np.int64) if mirror is None else np.ascontiguousarray(mirror, np.int64)
+    total = 2.0 * graph.unending_payoff
     ci = 0
     while ci < ncomp:
-        nxt = _settle_acyclic(ci, *arrays, lower, upper, middle, row, col, max_cells(graph))
+        nxt = _settle_acyclic(ci, *arrays, lower, upper, middle, row, col, max_cells(graph), twin, done)
         if progress is not None and nxt > ci:
             progress(int(comp_ptr[nxt] - comp_ptr[ci]))
         ci = nxt
@@ -263,16 +329,35 @@ def bracket_values(
             break
         lo, hi = int(comp_ptr[ci]), int(comp_ptr[ci + 1])
         states = comp_states[lo:hi]
+        if twin.size and np.all(done[twin[states]]):
+            _copy_twins(states, twin, total, graph.row_ptr, graph.col_ptr, lower, upper, middle, row, col, done)
+            rounds.append(0)
+            if progress is not None:
+                progress(int(hi - lo))
+            ci += 1
+            continue
         middle[states] = graph.unending_payoff
         shapley_sweeps(graph, states, middle, WARM_SWEEPS)
         local[states] = np.arange(states.size)
         p1_game, p2_game = component_games(graph, states, local, [lower, upper])
         local[states] = -1
         r, c, low, high, spent = refine_by_best_responses(p1_game, middle[states], p2_graph=p2_game)
+        retries = 0
+        while float(np.max(high - low, initial=0.0)) > RETRY_GAP and retries < len(RETRY_SWEEPS):
+            # Stuck far from closing: better first values (more sweeps from
+            # the bracket's middle) give the rounds a better start.
+            middle[states] = 0.5 * (low + high)
+            shapley_sweeps(graph, states, middle, RETRY_SWEEPS[retries])
+            retry = refine_by_best_responses(p1_game, middle[states], p2_graph=p2_game)
+            if np.max(retry[3] - retry[2], initial=0.0) < np.max(high - low, initial=0.0):
+                r, c, low, high = retry[:4]
+            spent += retry[4]
+            retries += 1
         row[np.concatenate([np.arange(graph.row_ptr[s], graph.row_ptr[s + 1]) for s in states])] = r
         col[np.concatenate([np.arange(graph.col_ptr[s], graph.col_ptr[s + 1]) for s in states])] = c
         lower[states], upper[states] = low, high
         middle[states] = 0.5 * (low + high)
+        done[states] = True
         rounds.append(spent)
         if progress is not None:
             progress(int(hi - lo))

@@ -109,7 +109,7 @@ def max_cells(graph: GameGraph) -> int:
 @numba.njit(cache=True)
 def _strategies(
     values, preferred, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff,
-    unending, discount, tol, row_strategy, col_strategy, residual, max_cells, failed,
+    unending, discount, tol, row_strategy, col_strategy, residual, max_cells, failed, sides,
 ):
     a_buffer = np.empty(max_cells)
     b_buffer = np.empty(max_cells)
@@ -121,7 +121,7 @@ def _strategies(
         stage_matrix_kernel(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
         stage_matrix_kernel(i, preferred, discount, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, b)
         try:
-            v, x, y = matrix_game_tiebreak_kernel(a, b, tol)
+            v, x, y = matrix_game_tiebreak_kernel(a, b, tol, sides)
         except Exception:  # left to the LP reference, outside the compiled loop
             failed[i] = True
             continue
@@ -136,6 +136,7 @@ def certified_strategies(
     preferred: np.ndarray | None = None,
     discount_gap: float = 1e-6,
     tol: float = 1e-12,
+    side: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row_strategy, col_strategy, bellman_residual): stage-optimal strategies
     for `values` that prefer ending the game (see the module docstring).
@@ -143,7 +144,9 @@ def certified_strategies(
     Among the optimal ones, each side takes the best for continuation values
     `preferred` (default: `values`) discounted toward the unending payoff.
     Passing a side's exact guarantee there is a policy-improvement step: it
-    prefers the moves whose follow-up is already known to convert.
+    prefers the moves whose follow-up is already known to convert. With
+    `side` 0 (P1) or 1 (P2) only that side is tie-broken (the other's
+    strategy is merely optimal): half the work when one side is wanted.
     """
     preferred = values if preferred is None else preferred
     row_strategy = np.zeros(graph.row_actions.shape[0])
@@ -153,7 +156,7 @@ def certified_strategies(
     _strategies(
         values, preferred, graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr, graph.out_next,
         graph.out_prob, graph.terminal_payoff, graph.unending_payoff, 1.0 - discount_gap, tol,
-        row_strategy, col_strategy, residual, max_cells(graph), failed,
+        row_strategy, col_strategy, residual, max_cells(graph), failed, 3 if side is None else 1 << side,
     )
     # The kernel declines the rare stage game it cannot certify (payoffs tied
     # to rounding level); HiGHS solves those.

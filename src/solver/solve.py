@@ -9,7 +9,7 @@ from collections.abc import Iterable
 import numpy as np
 from tqdm import tqdm
 
-from .bracketing import bracket_values
+from .bracketing import bracket_values, seat_mirror
 from .certify import bellman_residual, best_response_values, outcome_probabilities
 from .components import strongly_connected_components
 from .graph import GraphTooLargeError, build_graph, reachable_states
@@ -67,7 +67,8 @@ def solve_from(
         desc="solving", total=graph.num_states, unit=" states", delay=1.0,
         disable=not show_progress,
     ) as bar:
-        bracket = bracket_values(graph, components, progress=bar.update)
+        mirror = seat_mirror(graph, game.swap(graph.states))
+        bracket = bracket_values(graph, components, progress=bar.update, mirror=mirror)
     timings["solve"] = time.perf_counter() - clock
 
     # The certificate is recomputed over the whole graph, independently of the

@@ -736,10 +736,13 @@ def matrix_game_tiebreak_kernel_ws(
     y: np.ndarray,
     T: np.ndarray,
     basis: np.ndarray,
+    sides: int = 3,
 ) -> float:
     """Value of A; into x, y each player's strategy that guarantees value(A) within
     tol in A and is best for that player in B. T, basis: at least
-    (2d+1) x (3d+1) and 2d+1 with d = max(m, n) (see `make_workspace`)."""
+    (2d+1) x (3d+1) and 2d+1 with d = max(m, n) (see `make_workspace`).
+    `sides` (1: P1 only, 2: P2 only, 3: both) says whose tie-break to run; the
+    other side keeps a plain optimal strategy."""
     m, n = A.shape
     if B.shape[0] != m or B.shape[1] != n:
         raise ValueError("A and B differ in shape")
@@ -770,6 +773,8 @@ def matrix_game_tiebreak_kernel_ws(
         x_floor = min(x_floor, s)
     for side in range(2):
         row_side = side == 1
+        if not sides & (1 if row_side else 2):
+            continue
         if row_side:
             _tiebreak_side(A, B, min(v, x_floor) - tol, row_side, x, T, basis)
         else:
@@ -779,16 +784,17 @@ def matrix_game_tiebreak_kernel_ws(
 
 @numba.njit(cache=True)
 def matrix_game_tiebreak_kernel(
-    A: np.ndarray, B: np.ndarray, tol: float
+    A: np.ndarray, B: np.ndarray, tol: float, sides: int = 3
 ) -> tuple[float, np.ndarray, np.ndarray]:
-    """(value(A), x, y): the compiled twin of `solve_matrix_game_tiebreak_lp`."""
+    """(value(A), x, y): the compiled twin of `solve_matrix_game_tiebreak_lp`
+    (`sides` as in `matrix_game_tiebreak_kernel_ws`)."""
     m, n = A.shape
     x = np.empty(m)
     y = np.empty(n)
     d = max(m, n)
     T = np.empty((2 * d + 1, 3 * d + 1))
     basis = np.empty(2 * d + 1, np.int64)
-    v = matrix_game_tiebreak_kernel_ws(A, B, tol, x, y, T, basis)
+    v = matrix_game_tiebreak_kernel_ws(A, B, tol, x, y, T, basis, sides)
     return v, x, y
 
 
