@@ -44,6 +44,10 @@ class ChargeSparkCLI(click.Group):
                 traceback.print_exc()
             click.echo(f"charge-spark: error: {error}", err=True)
             ctx.exit(2)
+        except click.UsageError as error:
+            hint = f" (see '{error.ctx.command_path} --help')" if error.ctx else ""
+            click.echo(f"charge-spark: error: {error.format_message()}{hint}", err=True)
+            ctx.exit(2)
         except KeyboardInterrupt:
             # Tables are written atomically: an interrupted run leaves the cache as it was.
             click.echo("charge-spark: interrupted; nothing partial was saved", err=True)
