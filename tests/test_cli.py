@@ -181,3 +181,14 @@ def test_an_interrupted_solve_saves_nothing_and_says_so(private_table_cache, sig
     assert err.strip().splitlines()[-1] == "charge-spark: interrupted; nothing partial was saved"
     assert "Traceback" not in err
     assert [p.name for p in private_table_cache.glob("*") if p.suffix != ".lock"] == []
+
+
+def test_a_solve_that_would_not_fit_in_memory_is_refused_before_building(monkeypatch):
+    import solver.solve
+
+    monkeypatch.setattr(solver.solve, "available_memory", lambda: 2_000_000)  # room for ~1,000 states
+    result = run("query", "start", *SMALL)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("charge-spark: error: more than 1,058 reachable states")
+    assert "GB" in result.stderr and result.stderr.count("\n") == 1
+    assert "reachable states (limit" in run("query", "start", *SMALL, "--max-states", "10").stderr

@@ -25,18 +25,18 @@ METHOD = (
 GRAPH_BYTES_PER_STATE = 1700  # peak while solving, measured on S*M health 2: 1.7 GB for 1,023,145 states
 
 
-def check_graph_fits(num_states: int) -> None:
-    """Refuse, before building it, a graph whose solve would not fit in the memory available."""
-    need = num_states * GRAPH_BYTES_PER_STATE
+def available_memory() -> int | None:
+    """Bytes of physical memory available now, or None if the system does not say."""
     try:
-        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
-        return
-    if need > 0.9 * available:
-        raise GraphTooLargeError(
-            f"{num_states:,} reachable states would need about {need / 1e9:.1f} GB to solve"
-            f" as an explicit graph; {available / 1e9:.1f} GB of memory is available"
-        )
+        return None
+
+
+def fitting_states() -> int | None:
+    """How many states a solve can hold in the memory available now (90% of it)."""
+    available = available_memory()
+    return None if available is None else int(0.9 * available / GRAPH_BYTES_PER_STATE)
 
 
 def solve_from(
@@ -46,7 +46,9 @@ def solve_from(
     show_progress: bool = True,
     max_states: int | None = None,
 ) -> SolveResult:
-    """Solve the part of `game` reachable from `roots`."""
+    """Solve the part of `game` reachable from `roots`. Enumeration stops with
+    `GraphTooLargeError` past `max_states` states, or by default past what
+    fits in the memory available (checked before the graph is built)."""
     timings: dict[str, float] = {}
     roots = np.asarray(list(roots), dtype=np.int64)
     clock = time.perf_counter()
@@ -56,8 +58,18 @@ def solve_from(
         def found(count: int) -> None:
             bar.update(count - bar.n)
 
-        states = reachable_states(game, roots, progress=found, max_states=max_states)
-        check_graph_fits(states.size)
+        limit = max_states if max_states is not None else fitting_states()
+        try:
+            states = reachable_states(game, roots, progress=found, max_states=limit)
+        except GraphTooLargeError:
+            if max_states is not None:
+                raise
+            # Refused on memory, not on the user's limit: say so with the figures.
+            raise GraphTooLargeError(
+                f"more than {limit:,} reachable states: solving them would need more than"
+                f" {limit * GRAPH_BYTES_PER_STATE / 1e9:.1f} GB ({GRAPH_BYTES_PER_STATE:,} bytes a state);"
+                f" {available_memory() / 1e9:.1f} GB is available (--max-states sets another limit)"
+            ) from None
         graph = build_graph(game, states)
     timings["enumerate"] = time.perf_counter() - clock
 
