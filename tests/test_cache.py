@@ -101,22 +101,24 @@ def test_other_format_version_is_refused(saved):
         load_table(path, key)
 
 
-def test_changed_array_with_a_stale_checksum_is_refused(saved):
-    path, key, *_ = saved
+def _rewrite_values(path, values):
+    """Replace the values array, keeping the header (and its now stale checksum)."""
     with np.load(path, allow_pickle=False) as npz:
         arrays = {name: npz[name] for name in npz.files}
-    arrays["values"] = arrays["values"] * 0.5
+    arrays["values"] = values(arrays["values"])
     np.savez(path, **arrays)
+
+
+def test_changed_array_with_a_stale_checksum_is_refused(saved):
+    path, key, *_ = saved
+    _rewrite_values(path, lambda v: v * 0.5)
     with pytest.raises(DamagedTableError, match="checksum"):
         load_table(path, key)
 
 
 def test_pickled_object_arrays_are_never_loaded(saved):
     path, key, *_ = saved
-    with np.load(path, allow_pickle=False) as npz:
-        arrays = {name: npz[name] for name in npz.files}
-    arrays["values"] = np.array([object()], dtype=object)
-    np.savez(path, **arrays)
+    _rewrite_values(path, lambda v: np.array([object()], dtype=object))
     with pytest.raises(DamagedTableError):
         load_table(path, key)
 

@@ -190,5 +190,5 @@ def test_a_solve_that_would_not_fit_in_memory_is_refused_before_building(monkeyp
     result = run("query", "start", *SMALL)
     assert result.exit_code == 2
     assert result.stderr.startswith("charge-spark: error: more than 1,058 reachable states")
-    assert "GB" in result.stderr and result.stderr.count("\n") == 1
+    assert "GB of memory available" in result.stderr and result.stderr.count("\n") == 1
     assert "reachable states (limit" in run("query", "start", *SMALL, "--max-states", "10").stderr

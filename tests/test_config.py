@@ -396,3 +396,18 @@ def test_fingerprint_ignores_key_order_bonus_order_and_name() -> None:
 ])
 def test_fingerprint_changes_with_every_game_key(override: str) -> None:
     assert fingerprint(apply_overrides(DEFAULT, [override])) != fingerprint(DEFAULT)
+
+
+def test_a_title_with_control_characters_is_refused():
+    # Echoed to terminals: an escape sequence could rewrite the screen.
+    with pytest.raises(RulesError, match="name: must be printable"):
+        rules_from_toml('name = "evil\\u001b[2J"')
+    with pytest.raises(RulesError, match="name"):
+        rules_from_toml(f'name = "{"x" * 201}"')
+
+
+def test_a_title_with_markup_and_quotes_is_kept_verbatim_and_never_changes_the_game():
+    hostile = "<script>alert('x')</script> \" & é"
+    rules = rules_from_toml(f"name = {json.dumps(hostile)}")
+    assert rules.name == hostile
+    assert fingerprint(rules) == fingerprint(RuleSet())

@@ -33,7 +33,7 @@ import numpy as np
 
 from .certify import best_response_values
 from .graph import GameGraph
-from .stage import matrix_game_kernel
+from .stage import col_guarantee, matrix_game_kernel, row_guarantee
 from .shapley import certified_strategies, max_cells, shapley_sweeps, stage_matrix_kernel
 
 GAP_TOL = 2e-11  # a cyclic component is done when its widest bracket is this narrow ...
@@ -88,23 +88,13 @@ def _settle_acyclic(
             x = matrix_game_kernel(a)[1]
         except Exception:  # noqa: BLE001 - left to the general path
             return ci
-        worst = np.inf
-        for c in range(n):
-            acc = 0.0
-            for r in range(m):
-                acc += x[r] * a[r, c]
-            worst = min(worst, acc)
+        worst = row_guarantee(a, x)
         stage_matrix_kernel(s, upper, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
         try:
             y = matrix_game_kernel(a)[2]
         except Exception:  # noqa: BLE001
             return ci
-        best = -np.inf
-        for r in range(m):
-            acc = 0.0
-            for c in range(n):
-                acc += y[c] * a[r, c]
-            best = max(best, acc)
+        best = col_guarantee(a, y)
         lower[s] = worst
         upper[s] = best
         middle[s] = 0.5 * (worst + best)

@@ -66,9 +66,9 @@ def solve_from(
                 raise
             # Refused on memory, not on the user's limit: say so with the figures.
             raise GraphTooLargeError(
-                f"more than {limit:,} reachable states: solving them would need more than"
-                f" {limit * GRAPH_BYTES_PER_STATE / 1e9:.1f} GB ({GRAPH_BYTES_PER_STATE:,} bytes a state);"
-                f" {available_memory() / 1e9:.1f} GB is available (--max-states sets another limit)"
+                f"more than {limit:,} reachable states, the most a solve can hold in 90% of the"
+                f" {available_memory() / 1e9:.1f} GB of memory available at {GRAPH_BYTES_PER_STATE:,} bytes"
+                " a state (--max-states sets another limit)"
             ) from None
         graph = build_graph(game, states)
     timings["enumerate"] = time.perf_counter() - clock

@@ -50,6 +50,8 @@ __all__ = [
     "matrix_game_tiebreak_kernel",
     "matrix_game_tiebreak_kernel_ws",
     "max_regret",
+    "row_guarantee",
+    "col_guarantee",
     "solve_matrix_game",
     "solve_matrix_game_lp",
     "solve_matrix_game_tiebreak",
@@ -240,23 +242,37 @@ _OK, _UNBOUNDED, _ITERATION_LIMIT, _NO_STRATEGY, _CERT_FAILED = 0, 1, 2, 3, 4
 
 
 @numba.njit(cache=True)
-def max_regret(A: np.ndarray, x: np.ndarray, y: np.ndarray, value: float) -> float:
-    """Largest gain over `value` of a pure deviation by either player:
-    max(max_i (A y)_i - value, value - min_j (x^T A)_j). <= eps certifies that
-    value is within eps of the game's value and both strategies are eps-optimal."""
+def row_guarantee(A: np.ndarray, x: np.ndarray) -> float:
+    """What P1's mixed strategy x guarantees in A: min_j (x^T A)_j."""
     m, n = A.shape
-    worst = -np.inf
-    for i in range(m):
-        s = 0.0
-        for j in range(n):
-            s += A[i, j] * y[j]
-        worst = max(worst, s - value)
+    worst = np.inf
     for j in range(n):
         s = 0.0
         for i in range(m):
             s += x[i] * A[i, j]
-        worst = max(worst, value - s)
+        worst = min(worst, s)
     return worst
+
+
+@numba.njit(cache=True)
+def col_guarantee(A: np.ndarray, y: np.ndarray) -> float:
+    """What P2's mixed strategy y concedes at most in A: max_i (A y)_i."""
+    m, n = A.shape
+    best = -np.inf
+    for i in range(m):
+        s = 0.0
+        for j in range(n):
+            s += A[i, j] * y[j]
+        best = max(best, s)
+    return best
+
+
+@numba.njit(cache=True)
+def max_regret(A: np.ndarray, x: np.ndarray, y: np.ndarray, value: float) -> float:
+    """Largest gain over `value` of a pure deviation by either player:
+    max(max_i (A y)_i - value, value - min_j (x^T A)_j). <= eps certifies that
+    value is within eps of the game's value and both strategies are eps-optimal."""
+    return max(col_guarantee(A, y) - value, value - row_guarantee(A, x))
 
 
 @numba.njit(cache=True)
@@ -759,18 +775,8 @@ def matrix_game_tiebreak_kernel_ws(
     # Relax the caps to what the computed optimal strategies really guarantee
     # (v is exact only to round-off, which can exceed tol when |A| is large), so
     # those strategies are always feasible; they differ from v by <= their regret.
-    y_cap = -np.inf
-    for i in range(m):
-        s = 0.0
-        for j in range(n):
-            s += A[i, j] * y[j]
-        y_cap = max(y_cap, s)
-    x_floor = np.inf
-    for j in range(n):
-        s = 0.0
-        for i in range(m):
-            s += x[i] * A[i, j]
-        x_floor = min(x_floor, s)
+    y_cap = col_guarantee(A, y)
+    x_floor = row_guarantee(A, x)
     for side in range(2):
         row_side = side == 1
         if not sides & (1 if row_side else 2):

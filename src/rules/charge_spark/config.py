@@ -177,6 +177,9 @@ def _validate(rules: RuleSet) -> None:
     """Check every field of `rules` and normalise its containers (it is frozen)."""
     if not isinstance(rules.name, str):
         raise RulesError(f"must be a string, got {rules.name!r}", key="name")
+    if not rules.name.isprintable() or len(rules.name) > 200:
+        # A title is echoed to terminals and reports: no escape sequences, no novels.
+        raise RulesError(f"must be printable text of at most 200 characters, got {rules.name[:40]!r}", key="name")
     _check_board(rules.board)
     _check_int("health", rules.health, 1)
     _check_int("battery_tiles", rules.battery_tiles, 0)
