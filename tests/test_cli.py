@@ -172,12 +172,15 @@ def test_an_interrupted_solve_saves_nothing_and_says_so(private_table_cache, sig
     import sys
     import time
 
-    command = [sys.executable, "-m", "solver.cli", "solve", "--set", "board=S*M", "--set", "health=1"]
+    # Big enough (minutes) that the signal always lands mid-run, compiled or not.
+    command = [sys.executable, "-m", "solver.cli", "solve", "--set", "board=S*M", "--set", "health=2"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     time.sleep(4.0)
     proc.send_signal(getattr(signal, signum))
+    started = time.monotonic()
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, (out, err)
+    assert time.monotonic() - started < 30  # promptly
     assert err.strip().splitlines()[-1] == "charge-spark: interrupted; nothing partial was saved"
     assert "Traceback" not in err
     assert [p.name for p in private_table_cache.glob("*") if p.suffix != ".lock"] == []

