@@ -9,7 +9,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,crosscheck]'
 	touch $(STAMP)
 
 test: $(STAMP)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -10,6 +11,7 @@ import traceback
 from pathlib import Path
 
 import click
+import numpy as np
 
 from rules.charge_spark.cards import UnknownCardError
 from rules.charge_spark.config import (
@@ -188,9 +190,22 @@ def query(
     """
     rule_set = rules_in_force(rules_file, overrides)
     parsed = parse_position(position, rule_set)
-    game = ChargeSparkGame(rule_set)
-    code = game.encode(parsed)
     started = time.perf_counter()
+    answer, result, source = answer_at(rule_set, parsed, cache_dir, max_states, show_progress=not as_json)
+    elapsed = time.perf_counter() - started
+    if as_json:
+        click.echo(json.dumps(query_json(rule_set, format_position(parsed, rule_set), answer, result)))
+    else:
+        click.echo(query_text(rule_set, format_position(parsed, rule_set), answer, result, elapsed, source))
+
+
+def answer_at(
+    rule_set: RuleSet, position, cache_dir: str | None, max_states: int | None, show_progress: bool,
+) -> tuple[StateAnswer, SolveResult, Path | None]:
+    """The answer at `position`: from the stored table of the rules if one holds
+    it (then also its path), else by solving what is reachable from it."""
+    game = ChargeSparkGame(rule_set)
+    code = game.encode(position)
     key = fingerprint(rule_set)
     path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
     result = cached_table(path, key)
@@ -200,15 +215,100 @@ def query(
     if result is None:
         from .solve import solve_from
 
-        result = solve_from(game, [code], show_progress=not as_json and sys.stderr.isatty(), max_states=max_states)
+        result = solve_from(game, [code], show_progress=show_progress and sys.stderr.isatty(), max_states=max_states)
     # One stage game from a stored table: the readable engine builds it at once,
     # where loading the compiled one would cost more than the whole answer.
     answer = result.answer(code, game if source is None else ReferenceChargeSparkGame(rule_set))
-    elapsed = time.perf_counter() - started
-    if as_json:
-        click.echo(json.dumps(query_json(rule_set, format_position(parsed, rule_set), answer, result)))
+    return answer, result, source
+
+
+@main.command("export-nfg")
+@click.argument("position")
+@rules_options
+@cache_options
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write here (default: stdout).")
+@click.option("--labels", is_flag=True, help="Name the strategies after the cards (OpenSpiel's reader rejects this form).")
+@click.option("--max-states", type=click.IntRange(min=1), default=None, help="Refuse to enumerate more states than this.")
+def export_nfg(
+    position: str, rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None,
+    output: str | None, labels: bool, max_states: int | None,
+) -> None:
+    """The stage game at POSITION as a Gambit strategic-form (.nfg) file.
+
+    Payoffs are the values to P1 after each pair of cards; P2's are their
+    negatives (zero-sum), so the file's game has the position's value.
+    """
+    from .nfg import write_nfg
+
+    rule_set = rules_in_force(rules_file, overrides)
+    parsed = parse_position(position, rule_set)
+    answer, _, _ = answer_at(rule_set, parsed, cache_dir, max_states, show_progress=output is not None)
+    title = f"Charge & Spark {format_position(parsed, rule_set)} [rules {fingerprint(rule_set)}]"
+    text = write_nfg(np.array(answer.matrix), answer.rows, answer.cols, title, labels=labels)
+    if output is None:
+        click.echo(text, nl=False)
     else:
-        click.echo(query_text(rule_set, format_position(parsed, rule_set), answer, result, elapsed, source))
+        write_text_atomically(Path(output), text)
+        click.echo(f"wrote {output}: {len(answer.rows)} x {len(answer.cols)} stage game, value {answer.value:.12f}", err=True)
+
+
+@main.command("solve-openspiel")
+@click.argument("game_spec", metavar="GAME")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--max-states", type=click.IntRange(min=1), default=None, help="Refuse to enumerate more states than this.")
+def solve_openspiel(game_spec: str, as_json: bool, max_states: int | None) -> None:
+    """Solve an OpenSpiel two-player zero-sum game with perfect information (needs the
+    `crosscheck` extra), e.g. "goofspiel(num_cards=4,imp_info=False,points_order=descending)".
+
+    Prints the value at the start and the stage matrix at the first decision,
+    in the game's own returns for player 0.
+    """
+    try:
+        from .openspiel import OpenSpielGame, load_game
+    except ImportError as error:  # pragma: no cover - depends on the install
+        raise click.UsageError(f"OpenSpiel is not installed ({error}); install the `crosscheck` extra") from None
+    from .solve import solve_from
+
+    try:
+        spiel_game = load_game(game_spec)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    game = OpenSpielGame(spiel_game)
+    root = game.root()
+    result = solve_from(game, [root], show_progress=not as_json and sys.stderr.isatty(), max_states=max_states)
+    first = game.first_decision()
+    i = result.index_of(first)
+    rows = [game.action_label(first, 0, a) for a in result.row_actions[result.row_ptr[i] : result.row_ptr[i + 1]]]
+    cols = [game.action_label(first, 1, a) for a in result.col_actions[result.col_ptr[i] : result.col_ptr[i + 1]]]
+    matrix = result.stage_matrix(first, game)
+    value = float(result.values[result.index_of(root)])
+    if as_json:
+        click.echo(json.dumps({
+            "game": game_spec, "value": value, "states": result.num_states,
+            "exploitability": result.max_exploitability,
+            "matrix": {"rows": rows, "cols": cols, "values": matrix.tolist()},
+        }))
+        return
+    width = max(len(x) for x in rows + cols) + 2
+    lines = [
+        f"game         {game_spec}",
+        f"states       {result.num_states:,}",
+        f"value        {value:.12f}   (player 0's return, at the start)",
+        f"certificate  largest exploitability over all states {result.max_exploitability:.2e}",
+        "", "stage matrix at the first decision (rows player 0, columns player 1)",
+        " " * width + "".join(f"{c:>{width}}" for c in cols),
+    ]
+    lines += [f"{r:<{width}}" + "".join(f"{v:>{width}.4f}" for v in row) for r, row in zip(rows, matrix)]
+    click.echo("\n".join(lines))
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def contains(result: SolveResult, code: int) -> bool:
