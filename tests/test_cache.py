@@ -109,6 +109,13 @@ def _rewrite_values(path, values):
     np.savez(path, **arrays)
 
 
+def test_table_of_another_solver_version_is_refused(saved):
+    path, key, *_ = saved
+    _rewrite_header(path, lambda h: h.update(written_by="0.0.0-other"))
+    with pytest.raises(DamagedTableError, match="written by solver 0.0.0-other"):
+        load_table(path, key)
+
+
 def test_changed_array_with_a_stale_checksum_is_refused(saved):
     path, key, *_ = saved
     _rewrite_values(path, lambda v: v * 0.5)

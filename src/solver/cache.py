@@ -119,6 +119,11 @@ def load_table(path: Path, key: str) -> SolveResult:
                 raise DamagedTableError(
                     f"{path}: table format {header.get('format_version')}, this version reads {FORMAT_VERSION}"
                 )
+            if header.get("written_by") != package_version():
+                # Another solver version may compute or store differently: never mix them.
+                raise DamagedTableError(
+                    f"{path}: written by solver {header.get('written_by')}, this is {package_version()}"
+                )
             if header.get("key") != key:
                 raise DamagedTableError(f"{path}: table of {header.get('key')!r}, expected {key!r}")
             missing = [name for name in ARRAY_FIELDS if name not in names]
