@@ -115,3 +115,38 @@ def test_solve_openspiel_command_prints_value_and_first_matrix():
     assert matrix.shape == (3, 3) and np.allclose(matrix, -matrix.T)
     refused = CliRunner().invoke(main, ["solve-openspiel", "kuhn_poker"])
     assert refused.exit_code == 2 and "perfect information" in refused.stderr
+
+
+def test_charge_spark_as_an_openspiel_game_matches_openspiel_value_iteration():
+    pyspiel = pytest.importorskip("pyspiel", reason="the crosscheck extra (open-spiel) is not installed")
+    pytest.importorskip("cvxpy", reason="OpenSpiel's value iteration needs cvxpy (crosscheck extra)")
+    import rules.charge_spark.openspiel_game  # noqa: F401 - registers the game
+    from open_spiel.python.algorithms import value_iteration
+
+    from solver.openspiel import OpenSpielGame
+
+    tiny = "board:SM;health:1;bonus_cards:;battery_tiles:1;disc_tiles:1;start_battery:0"
+    spiel_game = pyspiel.load_game(f"charge_spark(overrides={tiny},horizon=6)")
+    game = OpenSpielGame(spiel_game)
+    result = solve_from(game, [game.root()], show_progress=False)
+    theirs = value_iteration.value_iteration(spiel_game, depth_limit=-1, threshold=1e-10)
+    worst = max(abs(theirs[str(game.state(code))] - result.values[i]) for i, code in enumerate(result.states))
+    assert worst <= 1e-6
+    # Same cards and the same first turn as the native engine.
+    rules = apply_overrides(RuleSet(), tiny.replace(":", "=").split(";"))
+    start = spiel_game.new_initial_state()
+    native = ChargeSparkGame(rules).expand(np.array([ChargeSparkGame(rules).encode(initial_position(rules))]))
+    assert start.legal_actions(0) == list(native.row_actions)
+
+
+def test_charge_spark_openspiel_game_with_explicit_chance_for_bonus_draws():
+    pyspiel = pytest.importorskip("pyspiel", reason="the crosscheck extra (open-spiel) is not installed")
+    import rules.charge_spark.openspiel_game  # noqa: F401
+
+    game = pyspiel.load_game("charge_spark(overrides=board:S*M;health:1,horizon=4)")
+    state = game.new_initial_state()
+    move = [a for a in state.legal_actions(0) if state.action_to_string(0, a) == "move"][0]
+    state.apply_actions([move, move])  # both land on the star: a contested draw
+    assert state.is_chance_node()
+    probabilities = [p for _, p in state.chance_outcomes()]
+    assert len(probabilities) > 1 and sum(probabilities) == pytest.approx(1.0)
