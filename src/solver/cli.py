@@ -50,9 +50,10 @@ class ChargeSparkCLI(click.Group):
             hint = f" (see '{error.ctx.command_path} --help')" if error.ctx else ""
             click.echo(f"charge-spark: error: {printable(error.format_message())}{hint}", err=True)
             ctx.exit(2)
-        except (KeyboardInterrupt, SystemError) as error:
-            # A signal that lands inside compiled code surfaces as a SystemError
-            # chained to the KeyboardInterrupt; anything else is a real bug.
+        except (KeyboardInterrupt, Exception) as error:
+            # A signal that lands inside compiled code or the compiler surfaces
+            # as another error chained to the KeyboardInterrupt; anything else
+            # is a real bug and keeps its traceback.
             if not _caused_by_interrupt(error):
                 raise
             # Tables are written atomically: an interrupted run leaves the cache as it was.
@@ -83,7 +84,9 @@ def main(ctx: click.Context, debug: bool) -> None:
     """Game-theory solver for the card duel Charge & Spark."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    # Both explicitly: a process started in the background inherits SIGINT ignored.
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
 
 
 def _interrupt(signum, frame) -> None:
