@@ -554,18 +554,24 @@ def _n_resp(G, s, resp_is_row):
     return col_ptr[s + 1] - col_ptr[s]
 
 
+@njit(cache=True, inline="always")
+def _fixed_side(G, s, resp_is_row):
+    """(first weight index, action count) of the fixed player at s, the row
+    length of s's cell block and its first cell: cell (responder a, fixed f)
+    is base + a * nn + f when the responder picks rows, base + f * nn + a
+    otherwise."""
+    row_ptr, col_ptr, cell_ptr = G[0], G[1], G[2]
+    nn = col_ptr[s + 1] - col_ptr[s]
+    if resp_is_row:
+        return col_ptr[s], nn, nn, cell_ptr[s]
+    return row_ptr[s], row_ptr[s + 1] - row_ptr[s], nn, cell_ptr[s]
+
+
 @njit(cache=True)
 def _q(G, s, a, resp_is_row, fixed_w, sign, X):
     """Responder's expected w after action a at s, continuation values X[:, 0]."""
-    row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, pay = G
-    nn = col_ptr[s + 1] - col_ptr[s]
-    base = cell_ptr[s]
-    if resp_is_row:
-        f0 = col_ptr[s]
-        nf = nn
-    else:
-        f0 = row_ptr[s]
-        nf = row_ptr[s + 1] - f0
+    _r, _c, _k, out_ptr, out_next, out_prob, pay = G
+    f0, nf, nn, base = _fixed_side(G, s, resp_is_row)
     total = 0.0
     for f in range(nf):
         wf = fixed_w[f0 + f]
@@ -589,15 +595,8 @@ def _q(G, s, a, resp_is_row, fixed_w, sign, X):
 @njit(cache=True)
 def _stays(G, s, a, resp_is_row, fixed_w, in_k):
     """Whether action a at s surely leads to a state of K (never to a terminal)."""
-    row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, _pay = G
-    nn = col_ptr[s + 1] - col_ptr[s]
-    base = cell_ptr[s]
-    if resp_is_row:
-        f0 = col_ptr[s]
-        nf = nn
-    else:
-        f0 = row_ptr[s]
-        nf = row_ptr[s + 1] - f0
+    _r, _c, _k, out_ptr, out_next, out_prob, _pay = G
+    f0, nf, nn, base = _fixed_side(G, s, resp_is_row)
     for f in range(nf):
         if fixed_w[f0 + f] <= 0.0:
             continue

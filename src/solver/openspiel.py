@@ -114,11 +114,8 @@ class OpenSpielGame:
             child.apply_actions([a, b])
         elif state.current_player() in (0, 1):
             child.apply_action(a if state.current_player() == 0 else b)
-        else:
-            out: list[tuple[float, int]] = []
-            self._outcomes(child, 1.0, out)
-            return out
-        out = []
+        # else a chance node where play starts: both wait, chance moves
+        out: list[tuple[float, int]] = []
         self._outcomes(child, 1.0, out)
         return out
 
