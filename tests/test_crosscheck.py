@@ -150,3 +150,12 @@ def test_charge_spark_openspiel_game_with_explicit_chance_for_bonus_draws():
     assert state.is_chance_node()
     probabilities = [p for _, p in state.chance_outcomes()]
     assert len(probabilities) > 1 and sum(probabilities) == pytest.approx(1.0)
+
+
+def test_bad_game_and_bad_output_path_are_one_line_errors(tmp_path):
+    unwritable = CliRunner().invoke(main, ["export-nfg", "start", *SMALL, "-o", str(tmp_path / "no" / "x.nfg")])
+    assert unwritable.exit_code == 2 and unwritable.stderr.count("\n") == 1
+    assert "cannot write" in unwritable.stderr and not list(tmp_path.iterdir())
+    pytest.importorskip("pyspiel", reason="the crosscheck extra (open-spiel) is not installed")
+    unknown = CliRunner().invoke(main, ["solve-openspiel", "no_such_game(x=1)"])
+    assert unknown.exit_code == 2 and unknown.stderr.count("\n") == 1 and "Unknown game" in unknown.stderr

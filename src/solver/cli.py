@@ -31,7 +31,7 @@ from .cache import CACHE_ENV, DamagedTableError, default_cache_dir, load_table, 
 from .graph import GraphTooLargeError
 from .result import SolveResult, StateAnswer
 
-USER_ERRORS = (RulesError, PositionError, UnknownCardError, GraphTooLargeError)
+USER_ERRORS = (RulesError, PositionError, UnknownCardError, GraphTooLargeError)  # and OutputError, below
 CERTIFICATE_BOUND = 1e-9
 
 
@@ -41,7 +41,7 @@ class ChargeSparkCLI(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except USER_ERRORS as error:
+        except (*USER_ERRORS, OutputError) as error:
             if ctx.obj and ctx.obj.get("debug"):
                 traceback.print_exc()
             click.echo(f"charge-spark: error: {printable(str(error))}", err=True)
@@ -305,11 +305,17 @@ def solve_openspiel(game_spec: str, as_json: bool, max_states: int | None) -> No
     click.echo("\n".join(lines))
 
 
+class OutputError(OSError):
+    """An output file that cannot be written (the message names it and why)."""
+
+
 def write_text_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
+    except OSError as error:
+        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
     finally:
         tmp.unlink(missing_ok=True)
 

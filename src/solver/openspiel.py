@@ -13,6 +13,10 @@ player 0, added as they are met. Play that never ends pays 0.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+
 import numpy as np
 
 from .protocol import Expansion
@@ -20,14 +24,29 @@ from .protocol import Expansion
 WAIT_LABEL = "(waits)"
 
 
+@contextlib.contextmanager
+def _quiet_native_stderr():
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def load_game(spec: str):
     """The pyspiel game for `spec` (e.g. "goofspiel(num_cards=4,imp_info=False)"), checked to fit."""
     import pyspiel
 
     try:
-        game = pyspiel.load_game(spec)
+        with _quiet_native_stderr():  # OpenSpiel's C++ side prints its whole game list on errors
+            game = pyspiel.load_game(spec)
     except pyspiel.SpielError as error:
-        raise ValueError(f"OpenSpiel cannot load {spec!r}: {error}") from None
+        first = str(error).split("\n")[0].split(". Available")[0]
+        raise ValueError(f"OpenSpiel cannot load {spec!r}: {first}") from None
     kind = game.get_type()
     problems = []
     if game.num_players() != 2:
