@@ -25,11 +25,11 @@ from rules.charge_spark.config import (
 )
 from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
 from rules.charge_spark.notation import PositionError, format_position, parse_position
-from rules.charge_spark.state import initial_position
 
-from .cache import CACHE_ENV, DamagedTableError, default_cache_dir, load_table, quarantine, save_table, table_lock, table_path
+from .cache import CACHE_ENV, default_cache_dir, table_path
 from .graph import GraphTooLargeError
 from .result import SolveResult, StateAnswer
+from .tables import cached_table, solved_table
 
 USER_ERRORS = (RulesError, PositionError, UnknownCardError, GraphTooLargeError)  # and OutputError, below
 CERTIFICATE_BOUND = 1e-9
@@ -125,16 +125,8 @@ def cache_options(command):
     return command
 
 
-def cached_table(path: Path, key: str) -> SolveResult | None:
-    """The solved table at `path`, or None; a damaged one is reported, moved aside and ignored."""
-    try:
-        return load_table(path, key)
-    except FileNotFoundError:
-        return None
-    except DamagedTableError as error:
-        moved = quarantine(path)
-        click.echo(f"charge-spark: warning: {printable(str(error))}; moved aside to {printable(moved.name)}, recomputing", err=True)
-        return None
+def warn(message: str) -> None:
+    click.echo(f"charge-spark: warning: {printable(message)}", err=True)
 
 
 @main.command()
@@ -145,20 +137,13 @@ def cached_table(path: Path, key: str) -> SolveResult | None:
 def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, force: bool, max_states: int | None) -> None:
     """Solve every state reachable from the start and store the table in the cache."""
     rule_set = rules_in_force(rules_file, overrides)
-    game = ChargeSparkGame(rule_set)
-    key = fingerprint(rule_set)
-    path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
-    code = game.encode(initial_position(rule_set))
     started = time.perf_counter()
-    with table_lock(path):  # a second solve of the same rules waits, then reuses the table
-        result = None if force else cached_table(path, key)
-        reused = result is not None
-        if result is None:
-            from .solve import solve_from
-
-            result = solve_from(game, [code], show_progress=sys.stderr.isatty(), max_states=max_states)
-            save_table(path, result, key, {"fingerprint": key, "rules": canonical_mapping(rule_set)})
-    answer = result.answer(code, ReferenceChargeSparkGame(rule_set) if reused else game)
+    table = solved_table(
+        rule_set, cache_dir, force=force, max_states=max_states, show_progress=sys.stderr.isatty(), warn=warn,
+    )
+    result, path, reused, code, key = table.result, table.path, table.reused, table.start, table.fingerprint
+    game = ReferenceChargeSparkGame(rule_set) if reused else ChargeSparkGame(rule_set)
+    answer = result.answer(code, game)
     verdict = "ok" if result.max_exploitability <= CERTIFICATE_BOUND else "FAILED"
     lines = [
         f"rules        {rule_set.name or '(unnamed)'}  [fingerprint {key}]",
@@ -211,7 +196,7 @@ def answer_at(
     code = game.encode(position)
     key = fingerprint(rule_set)
     path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
-    result = cached_table(path, key)
+    result = cached_table(path, key, warn)
     if result is not None and not contains(result, code):
         result = None
     source = path if result is not None else None
