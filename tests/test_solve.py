@@ -131,7 +131,7 @@ def test_unstoppable_move_to_the_moon_wins_for_sure():
     answer = result.answer(root, game)
     assert answer.value == pytest.approx(1.0, abs=1e-12)
     assert answer.row_strategy["move"] == pytest.approx(1.0)
-    assert answer.terminal_probability["P1 wins"] == pytest.approx(1.0)
+    assert answer.terminal_probability["P1 wins at the moon"] == pytest.approx(1.0)
 
 
 PLAIN = {

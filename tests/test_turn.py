@@ -182,7 +182,7 @@ def test_drawn_card_is_playable_only_from_next_turn():
 
 
 def test_move_onto_moon_wins():
-    assert only(turn(player(p=4), player(), C.MOVE, C.CHARGE)) is Winner.P1
+    assert only(turn(player(p=4), player(), C.MOVE, C.CHARGE)) is Winner.P1_MOON
 
 
 def test_double_goal_cancels_both_moves():
@@ -320,11 +320,11 @@ def test_unaffordable_card_is_illegal():
 
 
 def test_health_zero_loses():
-    assert only(turn(player(h=1), player(), C.CHARGE, C.SPARK)) is Winner.P2
+    assert only(turn(player(h=1), player(), C.CHARGE, C.SPARK)) is Winner.P2_KNOCKOUT
 
 
 def test_counter_reflection_can_knock_out_the_attacker():
-    assert only(turn(player(h=2), player(d=2), C.SPARK, C.COUNTER)) is Winner.P2
+    assert only(turn(player(h=2), player(d=2), C.SPARK, C.COUNTER)) is Winner.P2_KNOCKOUT
 
 
 # --- readings checked against the sources ---------------------------------
@@ -359,7 +359,7 @@ def test_reading_tile_gains_happen_even_when_attacked():
 
 
 def test_reading_health_never_below_zero():
-    assert only(turn(player(), player(h=1), C.LIGHTNING, C.CHARGE)) is Winner.P1
+    assert only(turn(player(), player(h=1), C.LIGHTNING, C.CHARGE)) is Winner.P1_KNOCKOUT
 
 
 def test_reading_copy_plays_whenever_its_own_cost_is_paid():
@@ -373,6 +373,10 @@ def test_reading_bonus_cards_is_a_multiset():
     assert [(p, pos.p1.bonus, pos.p2.bonus) for p, pos in outcomes] == [(1, (C.COPY,), (C.COPY,))]
 
 
+def test_moon_win_for_player_two():
+    assert only(turn(player(), player(p=4), C.CHARGE, C.MOVE)) is Winner.P2_MOON
+
+
 def test_moon_and_knockout_cannot_both_happen():
     # An attacked pawn does not move, so reaching the moon means no damage came in.
-    assert only(turn(player(h=1, p=4), player(), C.MOVE, C.SPARK)) is Winner.P2
+    assert only(turn(player(h=1, p=4), player(), C.MOVE, C.SPARK)) is Winner.P2_KNOCKOUT

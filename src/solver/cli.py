@@ -319,8 +319,9 @@ def query_json(rule_set: RuleSet, position: str, answer: StateAnswer, result: So
         "fingerprint": fingerprint(rule_set),
         "position": position,
         "value": answer.value,
-        "p1_win": answer.terminal_probability["P1 wins"],
-        "p2_win": answer.terminal_probability["P2 wins"],
+        "p1_win": wins(answer, "P1"),
+        "p2_win": wins(answer, "P2"),
+        "outcomes": dict(answer.terminal_probability),
         "unending": answer.unending_probability,
         "p1_strategy": answer.row_strategy,
         "p2_strategy": answer.col_strategy,
@@ -360,6 +361,18 @@ def rules_difference(rule_set: RuleSet) -> str:
     return " ".join(changed) or "none"
 
 
+def wins(answer: StateAnswer, seat: str) -> float:
+    """P(`seat` wins), over every way of winning ("P1 wins by knock-out", "P1 wins at the moon")."""
+    return sum(p for label, p in answer.terminal_probability.items() if label.startswith(f"{seat} wins"))
+
+
+def win_types(answer: StateAnswer, seat: str) -> str:
+    prefix = f"{seat} wins "
+    return ", ".join(
+        f"{label[len(prefix):]} {p:.6f}" for label, p in answer.terminal_probability.items() if label.startswith(prefix)
+    )
+
+
 def _strategy_line(strategy: dict[str, float]) -> str:
     return "  ".join(f"{card} {p:.4f}" for card, p in strategy.items())
 
@@ -389,8 +402,8 @@ def query_text(
         f"position     {position}",
         "",
         f"value        {answer.value:.12f}   (to P1)",
-        f"P1 wins      {answer.terminal_probability['P1 wins']:.6f}",
-        f"P2 wins      {answer.terminal_probability['P2 wins']:.6f}",
+        f"P1 wins      {wins(answer, 'P1'):.6f}   ({win_types(answer, 'P1')})",
+        f"P2 wins      {wins(answer, 'P2'):.6f}   ({win_types(answer, 'P2')})",
         f"unending     {answer.unending_probability:.6f}",
         "             (the split is that of the strategies shown; other optimal strategies may split differently)",
         "",

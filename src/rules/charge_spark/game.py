@@ -1,9 +1,10 @@
 """Charge & Spark seen through the solver's protocol (`solver.protocol`).
 
 This module only adapts shapes; it imports nothing from the solver, the
-solver imports nothing from here. Actions are card codes; terminal outcome 0
-is "P1 wins" (payoff 1), 1 is "P2 wins" (payoff 0); play that never ends is
-worth 0.5 to each.
+solver imports nothing from here. Actions are card codes; the terminal
+outcomes are those of `turn.Winner` (P1 by knock-out, P1 at the moon, P2 by
+knock-out, P2 at the moon), paying 1 to the winner and 0 to the loser; play
+that never ends is worth 0.5 to each.
 """
 
 from __future__ import annotations
@@ -15,6 +16,14 @@ from .config import RuleSet
 from .state import Position, PositionCodec
 from .transitions import expand_codes, turn_tables
 from .turn import Winner, legal_cards, resolve_turn
+
+
+WINNER_LABELS = {
+    Winner.P1_KNOCKOUT: "P1 wins by knock-out",
+    Winner.P1_MOON: "P1 wins at the moon",
+    Winner.P2_KNOCKOUT: "P2 wins by knock-out",
+    Winner.P2_MOON: "P2 wins at the moon",
+}
 
 
 class ExpansionArrays:
@@ -34,8 +43,8 @@ class ChargeSparkGame:
     """The game under one rule set, with compiled transitions."""
 
     action_labels = tuple(card.label for card in Card)
-    terminal_labels = ("P1 wins", "P2 wins")
-    terminal_payoff = np.array([1.0, 0.0])
+    terminal_labels = tuple(WINNER_LABELS[w] for w in Winner)
+    terminal_payoff = np.array([1.0 if w.seat == 0 else 0.0 for w in Winner])
     unending_payoff = 0.5
 
     def __init__(self, rules: RuleSet) -> None:

@@ -127,7 +127,7 @@ class ChargeSparkOpenSpielState(pyspiel.State):
     def returns(self) -> list[float]:
         if self.winner is None:
             return [0.0, 0.0]
-        return [1.0, -1.0] if self.winner is Winner.P1 else [-1.0, 1.0]
+        return [1.0, -1.0] if self.winner.seat == 0 else [-1.0, 1.0]
 
     def __str__(self) -> str:
         text = format_position(self.position, self.rules)

@@ -19,8 +19,8 @@ from .state import REST_CODES, REST_PLAIN_COPY, PositionCodec
 from .turn import card_interaction
 
 NO_EFFECT = len(Card)  # effective-card index of a Copy that copies nothing
-P1_WINS = -1  # out_next of terminal outcome 0
-P2_WINS = -2  # out_next of terminal outcome 1
+# out_next of a game's end is -1 - (terminal outcome index), as in `turn.Winner`:
+P1_KNOCKOUT, P1_MOON, P2_KNOCKOUT, P2_MOON = -1, -2, -3, -4
 
 
 @dataclass(frozen=True, eq=False)
@@ -221,7 +221,14 @@ def _expand(
                     moon2 = False
                 if d2[0] + 1 <= hurt2 or moon1 or d1[0] + 1 <= hurt1 or moon2:
                     if fill:
-                        out_next[o] = -1 if (d2[0] + 1 <= hurt2 or moon1) else -2
+                        if d2[0] + 1 <= hurt2:
+                            out_next[o] = -1  # P1_KNOCKOUT
+                        elif moon1:
+                            out_next[o] = -2  # P1_MOON
+                        elif d1[0] + 1 <= hurt1:
+                            out_next[o] = -3  # P2_KNOCKOUT
+                        else:
+                            out_next[o] = -4  # P2_MOON
                         out_prob[o] = 1.0
                     o += 1
                 else:

@@ -23,12 +23,21 @@ class IllegalCardError(ValueError):
 
 
 class Winner(Enum):
-    """How a game ended."""
+    """How a game ended: who won, and how (the value is the terminal outcome's index)."""
 
-    P1 = 0
-    """Player 1 knocked player 2 out or reached the moon."""
-    P2 = 1
-    """Player 2 knocked player 1 out or reached the moon."""
+    P1_KNOCKOUT = 0
+    """Player 2's Health reached 0."""
+    P1_MOON = 1
+    """Player 1's pawn reached the moon."""
+    P2_KNOCKOUT = 2
+    """Player 1's Health reached 0."""
+    P2_MOON = 3
+    """Player 2's pawn reached the moon."""
+
+    @property
+    def seat(self) -> int:
+        """0 if player 1 won, 1 if player 2 did."""
+        return self.value // 2
 
 
 @dataclass(frozen=True)
@@ -181,10 +190,14 @@ def resolve_turn(
         reaches_moon = [False, False]
 
     # 5. Knock-out or the moon ends the game (at most one of these can happen).
-    if after[1].health == 0 or reaches_moon[0]:
-        return [(Fraction(1), Winner.P1)]
-    if after[0].health == 0 or reaches_moon[1]:
-        return [(Fraction(1), Winner.P2)]
+    if after[1].health == 0:
+        return [(Fraction(1), Winner.P1_KNOCKOUT)]
+    if reaches_moon[0]:
+        return [(Fraction(1), Winner.P1_MOON)]
+    if after[0].health == 0:
+        return [(Fraction(1), Winner.P2_KNOCKOUT)]
+    if reaches_moon[1]:
+        return [(Fraction(1), Winner.P2_MOON)]
 
     # 4. Played cards to the rest zone; the pawn moves; a star draws a bonus card.
     after = [
