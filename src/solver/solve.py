@@ -39,16 +39,66 @@ def fitting_states() -> int | None:
     return None if available is None else int(0.9 * available / GRAPH_BYTES_PER_STATE)
 
 
+ESTIMATE_MARGIN = 2.0
+"""Refuse up front only past this many times the limit: the rules' estimate has
+come out at most 1.46x the exact count where measured, and never below it."""
+
+
+class EstimatedTooLargeError(GraphTooLargeError):
+    """The estimated reachable state space clearly exceeds the allowed size."""
+
+
+def _about(count: float) -> str:
+    """A count to two significant figures: 220,000 or 5.8e9."""
+    if count < 1e9:
+        return f"{float(f'{count:.2g}'):,.0f}"
+    mantissa, exponent = f"{count:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _bytes(amount: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if amount >= size:
+            return f"{amount / size:,.1f} {unit}"
+    return f"{amount / 1e3:,.1f} kB"
+
+
+def refuse_if_estimate_too_large(estimate: float, where: str, max_states: int | None = None) -> None:
+    """Raise `EstimatedTooLargeError` when `estimate` reachable states (from
+    `where`) clearly exceed `max_states`, or by default what fits in the memory
+    available, at this solve's bytes per state."""
+    limit = max_states if max_states is not None else fitting_states()
+    if limit is None or estimate <= ESTIMATE_MARGIN * limit:
+        return  # may fit: enumeration finds out, under its own guard
+    need = f"about {_about(estimate)} reachable states {where} (~{_bytes(estimate * GRAPH_BYTES_PER_STATE)}"
+    if max_states is not None:
+        raise EstimatedTooLargeError(
+            f"the rules in force would need {need} at {GRAPH_BYTES_PER_STATE:,} bytes a state);"
+            f" the limit is --max-states {max_states:,}"
+        )
+    raise EstimatedTooLargeError(
+        f"the rules in force would need {need} at {GRAPH_BYTES_PER_STATE:,} bytes a state);"
+        f" the {available_memory() / 1e9:.1f} GB of memory available holds about {_about(limit)}"
+        " (--max-states sets another limit)"
+    )
+
+
 def solve_from(
     game: StochasticGame,
     roots: Iterable[int],
     *,
     show_progress: bool = True,
     max_states: int | None = None,
+    estimated_states: float | None = None,
+    estimated_from: str = "from there",
 ) -> SolveResult:
     """Solve the part of `game` reachable from `roots`. Enumeration stops with
     `GraphTooLargeError` past `max_states` states, or by default past what
-    fits in the memory available (checked before the graph is built)."""
+    fits in the memory available (checked before the graph is built). Given
+    `estimated_states` (reachable `estimated_from` the roots), a solve that
+    clearly would not fit is refused before enumerating."""
+    if estimated_states is not None:
+        refuse_if_estimate_too_large(estimated_states, estimated_from, max_states)
     timings: dict[str, float] = {}
     roots = np.asarray(list(roots), dtype=np.int64)
     clock = time.perf_counter()
