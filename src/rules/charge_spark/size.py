@@ -22,7 +22,8 @@ the start: default rules 49,583,017 against 49,383,601 (1.004x); boards
 damages, `recovery`, `clash` and start tiles: 1.00x to 1.11x; the worst seen
 is 1.46x (`board=S*M health=1 bonus_cards=ray contested_draw=nobody`, where
 a draw nobody wins leaves the pile's last card in play). It takes well under
-a second for the default rules, about a second for health 40.
+a second for the default board at any health (0.2 to 0.6 s); boards of nine
+spaces or ten tiles of each kind, games of 1e8 to 1e10 states, take 2 to 4 s.
 """
 
 from __future__ import annotations
