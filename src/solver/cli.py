@@ -25,6 +25,8 @@ from rules.charge_spark.config import (
 )
 from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
 from rules.charge_spark.notation import PositionError, format_position, parse_position
+from rules.charge_spark.size import estimate_reachable
+from rules.charge_spark.state import initial_position
 
 from .cache import CACHE_ENV, default_cache_dir, table_path
 from .graph import GraphTooLargeError
@@ -191,7 +193,10 @@ def answer_at(
     rule_set: RuleSet, position, cache_dir: str | None, max_states: int | None, show_progress: bool,
 ) -> tuple[StateAnswer, SolveResult, Path | None]:
     """The answer at `position`: from the stored table of the rules if one holds
-    it (then also its path), else by solving what is reachable from it."""
+    it (then also its path), else by solving what is reachable from it, unless
+    the estimate of that part clearly exceeds the limit. The estimate is made
+    from `position` itself (measured as closely for other positions as for
+    the start), so a late position of a large game is still answered."""
     game = ChargeSparkGame(rule_set)
     code = game.encode(position)
     key = fingerprint(rule_set)
@@ -203,7 +208,11 @@ def answer_at(
     if result is None:
         from .solve import solve_from
 
-        result = solve_from(game, [code], show_progress=show_progress and sys.stderr.isatty(), max_states=max_states)
+        where = "from the start" if position == initial_position(rule_set) else "from this position"
+        result = solve_from(
+            game, [code], show_progress=show_progress and sys.stderr.isatty(), max_states=max_states,
+            estimated_states=estimate_reachable(rule_set, position), estimated_from=where,
+        )
     # One stage game from a stored table: the readable engine builds it at once,
     # where loading the compiled one would cost more than the whole answer.
     answer = result.answer(code, game if source is None else ReferenceChargeSparkGame(rule_set))
