@@ -340,7 +340,9 @@ def sweep(
         ctx.obj["interrupt_note"] = f"the rows finished so far are in {out}" if out else "the rows finished so far were printed"
         rows = run_sweep(
             [point.rules for point in points], client=client, cache_dir=cache_dir, max_states=max_states,
-            on_row=lambda row: table.write(row, points[row.index].settings), show_progress=sys.stderr.isatty(),
+            on_row=lambda row: table.write(row, points[row.index].settings),
+            # No bar over rows printed to the same terminal.
+            show_progress=sys.stderr.isatty() and (out is not None or not sys.stdout.isatty()),
         )
     if html_path is not None:
         from .sweep_page import sweep_page
