@@ -240,6 +240,7 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
     `workers` single-threaded processes (default one per core); closed (and
     the local cluster shut down) on the way out, interrupts included."""
     from distributed import Client, LocalCluster
+
     if scheduler:
         try:
             client = Client(scheduler, timeout=CONNECT_TIMEOUT)
