@@ -9,6 +9,8 @@ that never ends is worth 0.5 to each.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .cards import Card
@@ -62,22 +64,39 @@ class ChargeSparkGame:
         return ExpansionArrays(*expand_codes(self.tables, codes))
 
     def progress_rank(self, codes: np.ndarray) -> np.ndarray:
-        """A number no turn ever lowers: Health lost and moves made, by both players.
+        """A number no turn ever lowers: Health lost and moves made by both
+        players, then which bonus cards each owns (in hand or resting).
 
         Health never comes back and pawns never go back, so play can only
-        circle among positions of equal rank (Battery, Disc and rest zones
-        changing; a played bonus card comes back to its hand from the rest
-        zone like any other): the solver takes ranks from the highest down."""
+        circle among positions with the same Health and pawns. Between moves
+        a player's bonus cards stay theirs (a played one comes back to hand
+        from the rest zone like any other), so positions owning different
+        bonus cards never meet either; ordering them arbitrarily keeps each
+        rank small. The solver takes ranks from the highest down."""
         codes = np.asarray(codes, dtype=np.int64)
         radix = dict(self.codec.radices)
         below_progress = radix["rest"] * radix["bonus"]
         below_health = below_progress * radix["progress"] * radix["disc"] * radix["battery"]
         rank = np.zeros(codes.shape, np.int64)
+        owned = []
         for player in (codes // self.codec.players, codes % self.codec.players):
             lost = radix["health"] - 1 - player // below_health
             moves = (player // below_progress) % radix["progress"]
             rank += lost * (2 * radix["progress"]) + moves
-        return rank
+            rest = (player // radix["bonus"]) % radix["rest"]
+            owned.append(player % radix["bonus"] + self._resting_bonus_stride[rest])
+        # Unordered, so that a position and its seat-swapped twin share a rank.
+        return (rank * radix["bonus"] + np.minimum(*owned)) * radix["bonus"] + np.maximum(*owned)
+
+    @functools.cached_property
+    def _resting_bonus_stride(self) -> np.ndarray:
+        """By rest code: what the bonus card resting there adds to its owner's bonus digit (0 if none)."""
+        t = self.tables
+        stride = np.zeros(len(t.rest_card), np.int64)
+        for rest, card in enumerate(t.rest_card):
+            if card >= 0 and t.card_kind[card] >= 0:
+                stride[rest] = int(np.prod(self.codec.bonus_radix[t.card_kind[card] + 1 :], dtype=np.int64))
+        return stride
 
     def swap(self, codes: np.ndarray) -> np.ndarray:
         players = self.codec.players
