@@ -91,3 +91,11 @@ def test_a_rank_is_closed_under_its_own_cycles(solved_both_ways):
     ranks = game.progress_rank(layered.states)
     for lo, hi in zip(comp_ptr[:-1], comp_ptr[1:]):
         assert np.unique(ranks[comp_states[lo:hi]]).size == 1
+
+
+def test_two_worker_processes_give_the_same_solution():
+    game, root, layers, alone, _ = _both(VARIANTS["longer-board-trap"])
+    together = solve_layers(game, layers, workers=2)
+    for name in ("states", "row_ptr", "row_actions", "row_strategy", "col_strategy", "middle", "p1_guarantee",
+                 "p2_guarantee", "terminal_probability", "unending_probability"):
+        np.testing.assert_array_equal(getattr(together, name), getattr(alone, name), err_msg=name)

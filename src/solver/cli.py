@@ -35,6 +35,12 @@ from .result import SolveResult, StateAnswer
 from .sweep import SchedulerError, SweepError
 from .tables import solved_table, stored_part
 
+
+def usable_cores() -> int:
+    from .solve import usable_cores as cores  # the solver loads only when a solve is needed
+
+    return cores()
+
 USER_ERRORS = (  # and OutputError, below
     RulesError, PositionError, UnknownCardError, GraphTooLargeError, SchedulerError, SweepError,
 )
@@ -155,6 +161,7 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
     if result is None:
         table = solved_table(
             rule_set, cache_dir, force=force, max_states=max_states, show_progress=sys.stderr.isatty(), warn=warn,
+            workers=usable_cores(),
         )
         result, path, reused = table.result, table.path, table.reused
     game = ReferenceChargeSparkGame(rule_set) if reused else ChargeSparkGame(rule_set)
@@ -224,6 +231,7 @@ def answer_at(
         result = solve_from(
             game, [code], show_progress=show_progress and sys.stderr.isatty(), max_states=max_states,
             estimated_states=estimate_reachable(rule_set, position), estimated_from=where,
+            workers=usable_cores(),
         )
     # One stage game from a stored table: the readable engine builds it at once,
     # where loading the compiled one would cost more than the whole answer.

@@ -20,8 +20,10 @@ values, guarantees, strategies and outcome probabilities.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import tempfile
+from concurrent import futures
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -137,13 +139,13 @@ def layer_graph(game, states: np.ndarray, all_states: np.ndarray, chunk: int = 1
 
 
 def with_exit_payoffs(layer: LayerGraph, exit_payoff: np.ndarray) -> GameGraph:
-    """The layer's graph whose exits pay `exit_payoff[exits]`."""
+    """The layer's graph whose exit j pays `exit_payoff[j]`."""
     g = layer.graph
     base = np.asarray(g.terminal_payoff, np.float64)
     return GameGraph(
         states=g.states, row_ptr=g.row_ptr, row_actions=g.row_actions, col_ptr=g.col_ptr,
         col_actions=g.col_actions, cell_ptr=g.cell_ptr, out_ptr=g.out_ptr, out_next=g.out_next,
-        out_prob=g.out_prob, terminal_payoff=np.concatenate([base, exit_payoff[layer.exits]]),
+        out_prob=g.out_prob, terminal_payoff=np.concatenate([base, exit_payoff]),
         terminal_labels=g.terminal_labels + tuple(f"exit to {int(t)}" for t in layer.exits),
         unending_payoff=g.unending_payoff, action_labels=g.action_labels,
     )
@@ -170,57 +172,122 @@ class LayeredSolution:
     certify_seconds: float  # of the whole, the time spent on the certificate and outcome probabilities
 
 
-def solve_layers(game, layers: list[Layer], progress: Callable[[int], None] | None = None) -> LayeredSolution:
+@dataclass(frozen=True, eq=False)
+class ExitFigures:
+    """What is known at a layer's exits (one entry per exit), all final."""
+
+    p1_guarantee: np.ndarray
+    p2_guarantee: np.ndarray
+    middle: np.ndarray
+    outcomes: np.ndarray  # (exits, terminal outcomes + 1): probabilities of each ending, then of none
+
+
+@dataclass(frozen=True, eq=False)
+class LayerSolution:
+    row_strategy: np.ndarray
+    col_strategy: np.ndarray
+    p1_guarantee: np.ndarray
+    p2_guarantee: np.ndarray
+    middle: np.ndarray
+    terminal_probability: np.ndarray
+    unending_probability: np.ndarray
+    bellman_residual: float
+    rounds: int
+    certify_seconds: float
+
+
+def solve_layer(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures) -> LayerSolution:
+    """One layer, its exits paying what `exits` says: strategies by `bracket_values`,
+    then the certificate recomputed independently of the bracket's bookkeeping
+    (each side's exact guarantee, composed with those of the exits), the Bellman
+    residual and the outcome probabilities."""
+    p1_graph = with_exit_payoffs(layer, exits.p1_guarantee)
+    p2_pay = np.concatenate([layer.graph.terminal_payoff, exits.p2_guarantee])
+    bracket = bracket_values(
+        p1_graph, strongly_connected_components(p1_graph), mirror=mirror, p2_terminal_payoff=p2_pay,
+    )
+    row, col = bracket.row_strategy, bracket.col_strategy
+    clock = time.perf_counter()
+    low = best_response_values(p1_graph, 0, row)
+    high = best_response_values(with_exit_payoffs(layer, exits.p2_guarantee), 1, col)
+    middle = np.clip(0.5 * (bracket.lower + bracket.upper), low, np.maximum(low, high))
+    residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
+    terminals = layer.graph.terminal_payoff.shape[0]
+    own = np.eye(terminals, terminals + 1)
+    terminal, unending = outcome_probabilities(p1_graph, row, col, np.vstack([own, exits.outcomes]))
+    return LayerSolution(
+        row, col, low, high, middle, terminal, unending, residual, int(bracket.rounds.sum()),
+        time.perf_counter() - clock,
+    )
+
+
+def solve_layers(
+    game, layers: list[Layer], progress: Callable[[int], None] | None = None, workers: int = 1,
+) -> LayeredSolution:
     """Solve every layer, highest rank first (see the module docstring).
 
-    A finished layer's strategies wait in a temporary directory until all
-    are done, so that only the final arrays hold them in memory."""
+    With `workers` > 1, layers go to that many processes as soon as every
+    state they exit to is finished (layers of one rank never depend on each
+    other). A finished layer's strategies wait in a temporary directory until
+    all are done, so that only the final arrays hold them in memory."""
     all_states = np.sort(np.concatenate([layer.states for layer in layers]))
     n = all_states.size
     terminals = len(game.terminal_payoff)
     middle, p1_guarantee, p2_guarantee = np.zeros(n), np.zeros(n), np.zeros(n)
     terminal = np.zeros((n, terminals))
     unending = np.zeros(n)
+    finished = np.zeros(n, np.bool_)
     row_count = np.zeros(n, np.int16)
     col_count = np.zeros(n, np.int16)
-    residual = 0.0
-    rounds = 0
-    certify_seconds = 0.0
-    own_outcomes = np.eye(terminals, terminals + 1)
+    totals = {"residual": 0.0, "rounds": 0, "certify": 0.0}
+    todo = list(reversed(layers))
+    pool = _layer_pool(workers) if workers > 1 and len(layers) > 1 else None
     with tempfile.TemporaryDirectory(prefix="charge-spark-layers-") as spill:
-        for number, layer in enumerate(reversed(layers)):
-            at = np.searchsorted(all_states, layer.states)
-            lg = layer_graph(game, layer.states, all_states)
-            # Exits pay each side the guarantee certified there (exact, see below).
-            p1_graph = with_exit_payoffs(lg, p1_guarantee)
-            p2_pay = np.concatenate([lg.graph.terminal_payoff, p2_guarantee[lg.exits]])
-            swapped = game.swap(layer.states) if hasattr(game, "swap") else None
-            mirror = seat_mirror(p1_graph, swapped, check_payoffs=False)
-            bracket = bracket_values(
-                p1_graph, strongly_connected_components(p1_graph), progress=progress, mirror=mirror,
-                p2_terminal_payoff=p2_pay,
-            )
-            rounds += int(bracket.rounds.sum())
-            row, col = bracket.row_strategy, bracket.col_strategy
-            clock = time.perf_counter()
-            # The certificate, recomputed independently of the bracket's bookkeeping:
-            # each side's exact guarantee, composed with those of the states it exits to.
-            low = best_response_values(p1_graph, 0, row)
-            high = best_response_values(with_exit_payoffs(lg, p2_guarantee), 1, col)
-            p1_guarantee[at], p2_guarantee[at] = low, high
-            middle[at] = np.clip(0.5 * (bracket.lower + bracket.upper), low, np.maximum(low, high))
-            residual = max(residual, float(bellman_residual(with_exit_payoffs(lg, middle), middle[at]).max(initial=0.0)))
-            exit_outcomes = np.column_stack([terminal[lg.exits], unending[lg.exits]])
-            terminal[at], unending[at] = outcome_probabilities(p1_graph, row, col, np.vstack([own_outcomes, exit_outcomes]))
-            certify_seconds += time.perf_counter() - clock
+
+        def finish(number: int, at: np.ndarray, lg: LayerGraph, done: LayerSolution) -> None:
+            p1_guarantee[at], p2_guarantee[at], middle[at] = done.p1_guarantee, done.p2_guarantee, done.middle
+            terminal[at], unending[at] = done.terminal_probability, done.unending_probability
+            finished[at] = True
+            totals["residual"] = max(totals["residual"], done.bellman_residual)
+            totals["rounds"] += done.rounds
+            totals["certify"] += done.certify_seconds
             g = lg.graph
             row_count[at] = np.diff(g.row_ptr)
             col_count[at] = np.diff(g.col_ptr)
             np.savez(
                 os.path.join(spill, f"{number}.npz"), at=at, row_ptr=g.row_ptr, row_actions=g.row_actions,
-                row=row, col_ptr=g.col_ptr, col_actions=g.col_actions, col=col,
+                row=done.row_strategy, col_ptr=g.col_ptr, col_actions=g.col_actions, col=done.col_strategy,
             )
-            del lg, p1_graph, bracket, g
+            if progress is not None:
+                progress(int(at.size))
+
+        running: dict = {}
+        try:
+            for number, layer in enumerate(todo):
+                at = np.searchsorted(all_states, layer.states)
+                lg = layer_graph(game, layer.states, all_states)
+                swapped = game.swap(layer.states) if hasattr(game, "swap") else None
+                mirror = seat_mirror(with_exit_payoffs(lg, np.zeros(lg.exits.size)), swapped, check_payoffs=False)
+                # Wait until every state this layer exits to is finished (and a worker is free).
+                while running and (len(running) >= workers or not finished[lg.exits].all()):
+                    completed, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+                    for future in completed:
+                        finish(*running.pop(future), future.result())
+                if not finished[lg.exits].all():
+                    raise ValueError(f"layer of rank {layer.rank} exits to a state of no higher rank")
+                exits = ExitFigures(
+                    p1_guarantee[lg.exits], p2_guarantee[lg.exits], middle[lg.exits],
+                    np.column_stack([terminal[lg.exits], unending[lg.exits]]),
+                )
+                if pool is None:
+                    finish(number, at, lg, solve_layer(lg, mirror, exits))
+                else:
+                    running[pool.submit(solve_layer, lg, mirror, exits)] = (number, at, lg)
+            for future in futures.as_completed(list(running)):
+                finish(*running.pop(future), future.result())
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
         row_ptr, col_ptr = _ptr(row_count.astype(np.int64)), _ptr(col_count.astype(np.int64))
         del row_count, col_count
         row_actions = np.empty(row_ptr[-1], np.int16)
@@ -234,8 +301,13 @@ def solve_layers(game, layers: list[Layer], progress: Callable[[int], None] | No
                 _scatter_segments(at, piece["col_ptr"], piece["col_actions"], piece["col"], col_ptr, col_actions, col_strategy)
     return LayeredSolution(
         all_states, row_ptr, row_actions, row_strategy, col_ptr, col_actions, col_strategy, middle,
-        p1_guarantee, p2_guarantee, terminal, unending, residual, rounds, certify_seconds,
+        p1_guarantee, p2_guarantee, terminal, unending, totals["residual"], totals["rounds"], totals["certify"],
     )
+
+
+def _layer_pool(workers: int) -> futures.ProcessPoolExecutor:
+    # Forked: the workers start with every compiled kernel already loaded.
+    return futures.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
 
 
 @numba.njit(cache=True)

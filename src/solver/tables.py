@@ -91,6 +91,7 @@ def solved_table(
     max_states: int | None = None,
     show_progress: bool = False,
     warn: Callable[[str], None] | None = None,
+    workers: int = 1,
 ) -> SolvedTable:
     """The table of every state reachable from the start under `rules`.
 
@@ -111,7 +112,7 @@ def solved_table(
         code = game.encode(initial_position(rules))
         result = solve_from(
             game, [code], show_progress=show_progress, max_states=max_states,
-            estimated_states=estimate_reachable(rules), estimated_from="from the start",
+            estimated_states=estimate_reachable(rules), estimated_from="from the start", workers=workers,
         )
         save_table(path, result, key, {"fingerprint": key, "rules": canonical_mapping(rules)})
         return SolvedTable(rules, result, path, reused=False)
