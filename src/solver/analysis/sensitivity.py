@@ -1,0 +1,176 @@
+"""Sensitivity: the start of the game under small changes of the rules.
+
+The variants are built from the rules in force (the report's baseline): each
+printed cost and damage one up and one down, the other start-battery reading,
+the board one space shorter and longer, the other Recovery reading, and a
+handicap (P1 starts one Health down), which is a start position, not a rule
+set. A variant the rules refuse is listed with the reason."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from rules.charge_spark.cards import Card
+from rules.charge_spark.config import RuleSet, RulesError, apply_overrides, fingerprint
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.notation import parse_position
+
+from ..certify import expected_length_and_distribution
+from ..summary import UNENDING, StartSummary, summarise_start
+from ..tables import solved_table
+from .parallel import run_all
+
+START_BATTERY_READINGS = (0, 2)  # the French page and the English rulebook
+RECOVERY_READINGS = ("battery+disc", "battery")
+TILE_KINDS = ("battery", "disc")
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    """What changes, for a reader: "lightning costs 3 battery (2)"."""
+    setting: str
+    """How to ask for it: `--set KEY=VALUE`, or the start position."""
+    rules: RuleSet
+    start: str | None = None
+    """Position notation of the start, when the variant is a start position rather than a rule set."""
+    key: str = ""
+    """The rules key changed ("" for a start position)."""
+    step: int = 0
+    """+1 or -1 for a number moved up or down, else 0."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    label: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class VariantSummary:
+    """What a variant comes to at its start (the numbers a sweep row holds)."""
+
+    value: float
+    outcomes: dict[str, float]
+    expected_length: float
+    seconds: float
+    reused: bool
+    length_pmf: tuple[float, ...] = field(default=(), repr=False)
+
+    @classmethod
+    def of(cls, summary: StartSummary, seconds: float, reused: bool) -> "VariantSummary":
+        return cls(summary.value, dict(summary.outcomes), summary.expected_length, seconds, reused,
+                   tuple(float(p) for p in summary.length_pmf))
+
+    def wins(self, seat: str) -> float:
+        return sum(p for label, p in self.outcomes.items() if label.startswith(f"{seat} wins"))
+
+    def by(self, how: str) -> float:
+        """P(either player wins `how`: "by knock-out" or "at the moon")."""
+        return sum(p for label, p in self.outcomes.items() if label.endswith(how))
+
+
+def sensitivity_variants(rules: RuleSet) -> tuple[list[Variant], list[Skipped]]:
+    """The variants of `rules` the report compares (see the module docstring)."""
+    candidates: list[tuple[str, str, str | None, int]] = []  # label, KEY=VALUE or start position, key, step
+    playable = [card for card in Card if not card.is_bonus or card in rules.bonus_cards]
+    for card in playable:
+        for kind, amount in zip(TILE_KINDS, rules.cost(card)):
+            if amount == 0:
+                continue
+            for new in (amount - 1, amount + 1):
+                key = f"cost.{card.label}.{kind}"
+                candidates.append((f"{card.label} costs {new} {kind} ({amount})", f"{key}={new}", key, new - amount))
+    for card in playable:
+        if card.is_attack:
+            amount = rules.damage_of(card)
+            for new in (amount - 1, amount + 1):
+                key = f"damage.{card.label}"
+                candidates.append((f"{card.label} deals {new} ({amount})", f"{key}={new}", key, new - amount))
+    for new in START_BATTERY_READINGS:
+        if new != rules.start_battery:
+            candidates.append((f"start battery {new} ({rules.start_battery})", f"start_battery={new}", "start_battery",
+                               1 if new > rules.start_battery else -1))
+    for board, step in ((shorter_board(rules.board), -1), (longer_board(rules.board), 1)):
+        if board is not None:
+            candidates.append((f"board {board} ({rules.board})", f"board={board}", "board", step))
+    if Card.RECOVERY in rules.bonus_cards:
+        for reading in RECOVERY_READINGS:
+            if reading != rules.recovery:
+                candidates.append((f"Recovery gives {reading} ({rules.recovery})", f"recovery={reading}", "recovery", 0))
+    handicap = f"h{rules.health - 1} / "
+    candidates.append((f"P1 starts with Health {rules.health - 1} ({rules.health})", handicap, None, -1))
+
+    variants, skipped = [], []
+    base = replace(rules, name="")
+    for label, setting, key, step in candidates:
+        try:
+            if key is None:
+                parse_position(setting, base)
+                variants.append(Variant(label, f"start at '{setting}'", base, setting, "", step))
+            else:
+                variants.append(Variant(label, f"--set {setting}", apply_overrides(base, [setting]), None, key, step))
+        except (RulesError, ValueError) as error:
+            skipped.append(Skipped(label, str(error)))
+    return variants, skipped
+
+
+def shorter_board(board: str) -> str | None:
+    """One space fewer: the last plain space, else the last star; None for a board with no space."""
+    inner = board[1:-1]
+    if not inner:
+        return None
+    at = inner.rfind(".") if "." in inner else inner.rfind("*")
+    return "S" + inner[:at] + inner[at + 1 :] + "M"
+
+
+def longer_board(board: str) -> str:
+    """One plain space more, right after the start."""
+    return "S." + board[1:]
+
+
+@dataclass(frozen=True)
+class _Job:
+    variant: Variant
+    cache_dir: str | None
+
+
+def summarise_variants(
+    variants: Sequence[Variant], cache_dir: Path | str | None, *, workers: int | None = None,
+    show_progress: bool = False,
+) -> list[VariantSummary]:
+    """Each variant's start summary: rule sets through their (cached) solved tables,
+    start positions solved from there; in parallel."""
+    jobs = [_Job(v, str(cache_dir) if cache_dir else None) for v in variants]
+    return run_all(summarise_variant, jobs, workers=workers, description="sensitivity", show_progress=show_progress)
+
+
+def summarise_variant(job: _Job) -> VariantSummary:
+    started = time.perf_counter()
+    variant = job.variant
+    if variant.start is None:
+        table = solved_table(variant.rules, job.cache_dir)
+        return VariantSummary.of(summarise_start(table), time.perf_counter() - started, table.reused)
+    return VariantSummary.of(summary_from(variant.rules, variant.start), time.perf_counter() - started, False)
+
+
+def summary_from(rules: RuleSet, start: str, max_turns: int = 200) -> StartSummary:
+    """The start summary of play from the position `start` (solved now, not stored)."""
+    from ..solve import solve_from
+
+    game = ChargeSparkGame(rules)
+    code = game.encode(parse_position(start, rules))
+    result = solve_from(game, [code], show_progress=False)
+    i = result.index_of(code)
+    outcomes = {label: float(result.terminal_probability[i, t]) for t, label in enumerate(result.terminal_labels)}
+    outcomes[UNENDING] = float(result.unending_probability[i])
+    expected, pmf = expected_length_and_distribution(result.graph, result.row_strategy, result.col_strategy, i, max_turns)
+    return StartSummary(float(result.values[i]), outcomes, expected, pmf)
+
+
+def variant_key(variant: Variant) -> str:
+    """Identity of a variant's answer, for the results cache."""
+    return f"variant:{fingerprint(variant.rules)}:{variant.start or 'start'}"
