@@ -153,3 +153,18 @@ def test_chromium_check_sees_a_blank_page(tmp_path):
     png = tmp_path / "blank.png"
     screenshot(chromium, page, png, height=400)
     assert inked_fraction(png) < 0.01
+
+
+@pytest.mark.slow
+def test_report_with_the_handicap_row(tmp_path):
+    # Health 2, so P1 can start one Health down: the sensitivity table's last row is a start position.
+    rules = ["--set", "board=S*M", "--set", "health=2", "--set", "battery_tiles=2", "--set", "disc_tiles=2",
+             "--set", "bonus_cards=ray,copy"]
+    out = tmp_path / "report.html"
+    result = run("report", *rules, "--out", str(out), "--cache-dir", str(tmp_path / "tables"))
+    assert result.exit_code == 0, result.output
+    html = out.read_text()
+    row = re.search(r"<td class=\"text\">P1 starts with Health 1 \(2\)</td>.*?</tr>", html, re.S).group(0)
+    value = float(re.findall(r"<td>([0-9.]+)</td>", row)[0])
+    assert value < 0.5
+    assert "Left out" not in html

@@ -41,14 +41,18 @@ def run_all(
             return answers
         # spawn, not fork: the parent may hold threads (numba, tqdm) that fork would copy mid-state.
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        try:
             futures = {pool.submit(work, job): i for i, job in enumerate(jobs)}
-            try:
-                for future in as_completed(futures):
-                    answers[futures[future]] = future.result()
-                    bar.update()
-            except BaseException:
-                for future in futures:
-                    future.cancel()
-                raise
+            for future in as_completed(futures):
+                answers[futures[future]] = future.result()
+                bar.update()
+        except BaseException:
+            # Interrupted or failed: stop the solves in flight rather than wait for them.
+            workers_running = list(getattr(pool, "_processes", {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for process in workers_running:
+                process.terminate()
+            raise
+        pool.shutdown(wait=True)
     return answers

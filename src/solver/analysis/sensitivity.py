@@ -19,6 +19,7 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
 
 from ..certify import expected_length_and_distribution
+from ..graph import GraphTooLargeError
 from ..summary import UNENDING, StartSummary, summarise_start
 from ..tables import solved_table
 from .parallel import run_all
@@ -141,14 +142,22 @@ class _Job:
 def summarise_variants(
     variants: Sequence[Variant], cache_dir: Path | str | None, *, workers: int | None = None,
     show_progress: bool = False,
-) -> list[VariantSummary]:
-    """Each variant's start summary: rule sets through their (cached) solved tables,
-    start positions solved from there; in parallel."""
+) -> list[VariantSummary | Skipped]:
+    """Each variant's start summary (or why it could not be solved): rule sets
+    through their (cached) solved tables, start positions solved from there; in parallel."""
     jobs = [_Job(v, str(cache_dir) if cache_dir else None) for v in variants]
     return run_all(summarise_variant, jobs, workers=workers, description="sensitivity", show_progress=show_progress)
 
 
-def summarise_variant(job: _Job) -> VariantSummary:
+def summarise_variant(job: _Job) -> VariantSummary | Skipped:
+    """The variant's summary, or why it could not be solved (too large for memory)."""
+    try:
+        return _summary(job)
+    except GraphTooLargeError as error:
+        return Skipped(job.variant.label, str(error))
+
+
+def _summary(job: _Job) -> VariantSummary:
     started = time.perf_counter()
     variant = job.variant
     if variant.start is None:

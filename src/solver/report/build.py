@@ -96,7 +96,9 @@ def build_report(
     lap("strength")
 
     variants, skipped = sensitivity_variants(rules)
-    summaries = _variant_summaries(variants, cache_dir, results, workers, show_progress)
+    answers = _variant_summaries(variants, cache_dir, results, workers, show_progress)
+    solved = [(v, s) for v, s in zip(variants, answers) if isinstance(s, VariantSummary)]
+    skipped += [s for s in answers if isinstance(s, Skipped)]
     lap("sensitivity")
 
     annotated = annotated_positions(rules, result, visits, lambda code: result.answer(code, game))
@@ -116,7 +118,7 @@ def build_report(
     return Report(
         rules=rules, fingerprint=table.fingerprint, states=result.num_states,
         exploitability=result.max_exploitability, changed=differences_from_default(rules), summary=summary,
-        start=answer, usage=usage, restricted=restricted, draws=draws, variants=list(zip(variants, summaries)),
+        start=answer, usage=usage, restricted=restricted, draws=draws, variants=solved,
         skipped=skipped, positions=positions, skill=skill, seconds=seconds, table_reused=table.reused,
     )
 
@@ -129,13 +131,15 @@ def _restricted(rules, cards, results: ResultsCache, workers, show_progress) -> 
     return [fresh[card] if card in fresh else RestrictedValue(card, **known[card]) for card in cards]
 
 
-def _variant_summaries(variants, cache_dir, results: ResultsCache, workers, show_progress) -> list[VariantSummary]:
+def _variant_summaries(
+    variants, cache_dir, results: ResultsCache, workers, show_progress,
+) -> list[VariantSummary | Skipped]:
     # Only the numbers are kept: a variant summary otherwise costs a graph rebuild even from a cached table.
     cached = {v: results.get(variant_key(v)) for v in variants}
     todo = [v for v in variants if cached.get(v) is None]
     fresh = dict(zip(todo, summarise_variants(todo, cache_dir, workers=workers, show_progress=show_progress)))
     results.put_all({
-        variant_key(v): _as_entry(s) for v, s in fresh.items()
+        variant_key(v): _as_entry(s) for v, s in fresh.items() if isinstance(s, VariantSummary)
     })
     return [fresh[v] if v in fresh else _from_entry(cached[v]) for v in variants]
 
