@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -30,9 +31,12 @@ from rules.charge_spark.notation import PositionError, format_position, parse_po
 from .cache import CACHE_ENV, default_cache_dir, table_path
 from .graph import GraphTooLargeError
 from .result import SolveResult, StateAnswer
+from .sweep import SchedulerError, SweepError
 from .tables import cached_table, solved_table
 
-USER_ERRORS = (RulesError, PositionError, UnknownCardError, GraphTooLargeError)  # and OutputError, below
+USER_ERRORS = (  # and OutputError, below
+    RulesError, PositionError, UnknownCardError, GraphTooLargeError, SchedulerError, SweepError,
+)
 CERTIFICATE_BOUND = 1e-9
 
 
@@ -57,8 +61,10 @@ class ChargeSparkCLI(click.Group):
             # is a real bug and keeps its traceback.
             if not _caused_by_interrupt(error):
                 raise
-            # Tables are written atomically: an interrupted run leaves the cache as it was.
-            click.echo("charge-spark: interrupted; nothing partial was saved", err=True)
+            # Tables are written atomically: an interrupted run leaves the cache as it was;
+            # a command that keeps finished work says where (`interrupt_note`).
+            note = (ctx.obj or {}).get("interrupt_note", "nothing partial was saved")
+            click.echo(f"charge-spark: interrupted; {printable(note)}", err=True)
             ctx.exit(130)
 
 
@@ -321,6 +327,85 @@ def solve_openspiel(game_spec: str, as_json: bool, max_states: int | None) -> No
     ]
     lines += [f"{r:<{width}}" + "".join(f"{v:>{width}.4f}" for v in row) for r, row in zip(rows, matrix)]
     click.echo("\n".join(lines))
+
+
+@main.command()
+@click.option(
+    "--grid", "grids", multiple=True, required=True, metavar="KEY=V1,V2,...",
+    help="Vary one rules key over these values (each as in --set; a list value in brackets, "
+    'e.g. bonus_cards=[],["ray"]). Repeat for the product of several keys.',
+)
+@rules_options
+@cache_options
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Write the CSV here (default: stdout); each row is written as its rule set finishes.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write a page charting value and game length against each key.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run on this Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: a local cluster).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Worker processes of the local cluster (default: one per core).")
+@click.option("--max-states", type=click.IntRange(min=1), default=None,
+              help="Refuse to enumerate more states than this, per rule set.")
+@click.pass_context
+def sweep(
+    ctx: click.Context, grids: tuple[str, ...], rules_file: str | None, overrides: tuple[str, ...],
+    cache_dir: str | None, out: str | None, html_path: str | None, scheduler: str | None,
+    workers: int | None, max_states: int | None,
+) -> None:
+    """Solve every combination of the --grid values (reusing cached tables) and
+    write one CSV row per rule set: the varied keys, fingerprint, value at the
+    start, outcome split, expected length and solve time."""
+    from .sweep import CsvRows, dask_client, grid_points, parse_grid, run_sweep
+
+    if scheduler and workers:
+        raise click.UsageError("--workers sizes the local cluster; a --scheduler's cluster has its own")
+    base = load_rules(rules_file) if rules_file else RuleSet()
+    axes = [parse_grid(argument) for argument in grids]
+    points = grid_points(base, axes, overrides)  # every rule set checked before anything runs
+    for path in (out, html_path):
+        if path is not None and not Path(path).resolve().parent.is_dir():
+            raise OutputError(f"cannot write {path}: no such directory")
+    started = time.perf_counter()
+    # Connected before the CSV is opened: an unreachable scheduler leaves an old file as it was.
+    with dask_client(scheduler, workers) as client, csv_output(out) as stream:
+        table = CsvRows(stream, [axis.key for axis in axes])
+        ctx.obj["interrupt_note"] = f"the rows finished so far are in {out}" if out else "the rows finished so far were printed"
+        rows = run_sweep(
+            [point.rules for point in points], client=client, cache_dir=cache_dir, max_states=max_states,
+            on_row=lambda row: table.write(row, points[row.index].settings), show_progress=sys.stderr.isatty(),
+        )
+    if html_path is not None:
+        from .sweep_page import sweep_page
+
+        note = f"rules: {rules_file or 'the defaults'}" + "".join(f"; --set {o}" for o in overrides)
+        write_text_atomically(Path(html_path), sweep_page("Charge & Spark rule sweep", axes, points, rows, note))
+    reused = sum(row.reused for row in rows)
+    click.echo(
+        f"{len(rows)} rule sets ({reused} from the cache) in {time.perf_counter() - started:.1f} s"
+        + (f"; rows in {out}" if out else "") + (f"; page in {html_path}" if html_path else ""),
+        err=True,
+    )
+    failed = [row for row in rows if not row.ok]
+    for row in failed:
+        settings = " ".join(f"{key}={value}" for key, value in points[row.index].settings)
+        warn(f"rule set {row.index + 1} ({settings}): {row.error}")
+    if failed:
+        raise SweepError(f"{len(failed)} of {len(rows)} rule sets could not be solved (see the error column)")
+
+
+@contextlib.contextmanager
+def csv_output(out: str | None):
+    """The stream the CSV goes to: `out` (created or emptied now) or stdout."""
+    if out is None:
+        yield sys.stdout
+        return
+    try:
+        stream = open(out, "w", encoding="utf-8", newline="")
+    except OSError as error:
+        raise OutputError(f"cannot write {out}: {error.strerror or error}") from None
+    with stream:
+        yield stream
 
 
 class OutputError(OSError):

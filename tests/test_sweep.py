@@ -1,0 +1,272 @@
+"""Rule sweeps: grids, rows as they arrive, a real Dask scheduler, a killed worker, Ctrl-C."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from click.testing import CliRunner
+
+from rules.charge_spark.cards import Card
+from rules.charge_spark.config import RuleSet, RulesError, apply_overrides
+from solver import sweep as sweep_module
+from solver.cli import main
+from solver.sweep import CsvRows, GridAxis, SweepRow, grid_points, parse_grid, run_sweep, split_values
+from solver.sweep_page import sweep_page
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+DASK = Path(sys.executable).parent / "dask"
+BASE = ["--set", "health=1", "--set", "bonus_cards="]
+# 12 rule sets of about a second each: a small board, one health, no bonus cards.
+GRID = ["--grid", "cost.lightning.battery=2,3,4", "--grid", "cost.counter.disc=1,3", "--grid", "board=SM,S.M"]
+TIMING_COLUMNS = {"solve_seconds", "seconds", "reused"}
+
+
+def small_rule_sets() -> list[RuleSet]:
+    base = apply_overrides(RuleSet(), ["health=1", "bonus_cards="])
+    axes = [parse_grid(GRID[i]) for i in range(1, len(GRID), 2)]
+    return [point.rules for point in grid_points(base, axes)]
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return sorted(csv.DictReader(f), key=lambda row: int(row["point"]))
+
+
+def results_only(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    return [{k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in rows]
+
+
+# ---------------------------------------------------------------- a real cluster
+
+
+@contextlib.contextmanager
+def dask_cluster(tmp_path: Path, workers: int = 2):
+    """A `dask scheduler` and `workers` single-threaded `dask worker` processes on
+    loopback (no nanny, so a worker's pid is the worker). Yields the scheduler
+    address and the worker processes by name."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    scheduler_file = tmp_path / "scheduler.json"
+    common = ["--no-dashboard"]
+    procs: list[subprocess.Popen] = []
+    log = open(tmp_path / "dask.log", "wb")
+    try:
+        procs.append(subprocess.Popen(
+            [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0", "--scheduler-file", str(scheduler_file),
+             *common], env=env, stdout=log, stderr=log,
+        ))
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists() or not scheduler_file.read_text().strip():
+            assert time.monotonic() < deadline, "the scheduler did not start"
+            time.sleep(0.2)
+        address = json.loads(scheduler_file.read_text())["address"]
+        named = {}
+        for i in range(workers):
+            named[f"w{i}"] = subprocess.Popen(
+                [str(DASK), "worker", address, "--name", f"w{i}", "--nworkers", "1", "--nthreads", "1",
+                 "--no-nanny", "--host", "127.0.0.1", *common], env=env, stdout=log, stderr=log,
+            )
+            procs.append(named[f"w{i}"])
+        from distributed import Client
+
+        with Client(address, timeout="30s") as client:
+            client.wait_for_workers(workers, timeout=60)
+        yield address, named
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        log.close()
+
+
+def test_a_sweep_through_a_scheduler_gives_the_rows_of_a_local_sweep(tmp_path):
+    out_local, out_remote, page = tmp_path / "local.csv", tmp_path / "remote.csv", tmp_path / "sweep.html"
+    local = run("sweep", *BASE, *GRID, "--workers", "2", "--cache-dir", str(tmp_path / "a"),
+                "--out", str(out_local), "--html", str(page))
+    assert local.exit_code == 0, local.output
+    with dask_cluster(tmp_path) as (address, _):
+        remote = run("sweep", *BASE, *GRID, "--scheduler", address, "--cache-dir", str(tmp_path / "b"),
+                     "--out", str(out_remote))
+    assert remote.exit_code == 0, remote.output
+    rows = csv_rows(out_remote)
+    assert len(rows) == 12 and results_only(rows) == results_only(csv_rows(out_local))
+    assert {row["reused"] for row in rows} == {"no"}  # solved there, not read from the local run's cache
+    for row in rows:
+        assert float(row["value"]) == pytest.approx(0.5, abs=1e-9)  # both seats play the same rules
+        assert row["error"] == ""
+        outcomes = [float(row[k]) for k in row if " wins " in k] + [float(row["unending"])]
+        assert sum(outcomes) == pytest.approx(1.0, abs=1e-9)
+        assert float(row["expected_length"]) >= 1
+    assert len({row["fingerprint"] for row in rows}) == 12
+    html = page.read_text()
+    assert html.count("<svg") == 3 * 2  # value and length against each of the three keys
+    assert "http" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_a_worker_killed_mid_sweep_loses_no_row(tmp_path):
+    rule_sets = small_rule_sets()
+    from distributed import Client
+
+    with dask_cluster(tmp_path) as (address, workers), Client(address) as observer:
+        killed: list[str] = []
+
+        def kill_a_busy_worker(row: SweepRow) -> None:
+            if killed:
+                return
+            info = observer.scheduler_info(n_workers=-1)["workers"]
+            busy = [addr for addr, keys in observer.processing().items() if keys]
+            assert busy, "no worker holds a task to lose"
+            name = info[busy[0]]["name"]
+            workers[name].kill()
+            workers[name].wait(timeout=10)
+            killed.append(name)
+
+        rows = run_sweep(rule_sets, scheduler=address, cache_dir=tmp_path / "tables", on_row=kill_a_busy_worker)
+        assert killed and len(observer.scheduler_info(n_workers=-1)["workers"]) == 1
+    assert [row.index for row in rows] == list(range(12))
+    assert all(row.ok and row.value == pytest.approx(0.5, abs=1e-9) for row in rows)
+
+
+def test_an_interrupted_sweep_keeps_its_rows_and_stops_its_workers(tmp_path):
+    out = tmp_path / "rows.csv"
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "solver.cli", "sweep", *BASE, *GRID, "--workers", "1",
+         "--cache-dir", str(tmp_path / "tables"), "--out", str(out)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 240
+    while not (out.exists() and len(out.read_text().splitlines()) >= 2):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.poll() else "slow"
+        time.sleep(0.2)
+    children = psutil.Process(proc.pid).children(recursive=True)
+    assert children  # the local cluster's worker
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == f"charge-spark: interrupted; the rows finished so far are in {out}"
+    rows = csv_rows(out)
+    assert 1 <= len(rows) < 12
+    assert all(row["error"] == "" and float(row["value"]) == pytest.approx(0.5, abs=1e-9) for row in rows)
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert not alive
+
+
+def test_a_rule_set_too_large_to_solve_gets_its_row_and_the_sweep_fails(tmp_path):
+    out = tmp_path / "rows.csv"
+    result = run("sweep", *BASE, "--grid", "board=SM,S.M", "--max-states", "10000", "--workers", "1",
+                 "--out", str(out))
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "charge-spark: error: 1 of 2 rule sets could not be solved (see the error column)"
+    )
+    small, large = csv_rows(out)
+    assert small["error"] == "" and float(small["value"]) == pytest.approx(0.5, abs=1e-9)
+    assert "10,000" in large["error"] or "10000" in large["error"]
+    assert large["value"] == ""
+
+
+# ------------------------------------------------------------ before any solve
+
+
+BAD_GRIDS = {
+    "no '='": (["--grid", "health"], "--grid health"),
+    "empty key": (["--grid", "=1,2"], "empty key"),
+    "unknown key": (["--grid", "helth=1,2"], "helth"),
+    "impossible value": (["--grid", "board=SM,S*X"], "--grid board=S*X"),
+    "wrong type": (["--grid", "health=1,many"], "--grid health=many"),
+    "value twice": (["--grid", "health=1,1"], "given twice"),
+    "key twice": (["--grid", "health=1,2", "--grid", "health=3"], "more than one --grid"),
+    "with --set": (["--set", "cost.charge.battery=1", "--grid", "cost.move.battery=0,1"], "at least two"),
+    "no grid": ([], "--grid"),
+}
+
+
+@pytest.mark.parametrize("args, names", list(BAD_GRIDS.values()), ids=list(BAD_GRIDS))
+def test_a_bad_grid_is_one_line_and_exit_two_before_any_worker_starts(args, names, monkeypatch):
+    def no_cluster(*_args, **_kwargs):
+        raise AssertionError("a cluster was started for a bad grid")
+
+    monkeypatch.setattr(sweep_module, "dask_client", no_cluster)
+    result = run("sweep", *args)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("charge-spark: error:") and names in lines[0]
+
+
+def test_an_unreachable_scheduler_is_one_line(monkeypatch):
+    monkeypatch.setattr(sweep_module, "CONNECT_TIMEOUT", "1s")
+    result = run("sweep", *BASE, "--grid", "board=SM", "--scheduler", "tcp://127.0.0.1:1")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach the Dask scheduler at tcp://127.0.0.1:1" in lines[0]
+
+
+def test_grid_values_split_outside_brackets_and_quotes():
+    assert split_values('[],["ray","trap"],["copy"]') == ["[]", '["ray","trap"]', '["copy"]']
+    assert split_values("'a,b',c") == ["'a,b'", "c"]
+    assert split_values("") == [""]
+
+
+def test_grid_points_are_the_product_in_axis_order_with_the_grid_winning_over_set():
+    axes = [parse_grid("board=SM,S.M"), parse_grid("cost.lightning.battery=2,3")]
+    points = grid_points(RuleSet(), axes, ["health=1", "cost.lightning.battery=4"])
+    assert [p.settings for p in points] == [
+        (("board", "SM"), ("cost.lightning.battery", "2")), (("board", "SM"), ("cost.lightning.battery", "3")),
+        (("board", "S.M"), ("cost.lightning.battery", "2")), (("board", "S.M"), ("cost.lightning.battery", "3")),
+    ]
+    assert [p.rules.board for p in points] == ["SM", "SM", "S.M", "S.M"]
+    assert [p.rules.cost(Card.LIGHTNING) for p in points] == [(2, 0), (3, 0), (2, 0), (3, 0)]  # not --set's 4
+    assert all(p.rules.health == 1 for p in points)
+    bonus = grid_points(RuleSet(), [parse_grid('bonus_cards=,["ray","trap"]')])
+    assert [len(p.rules.bonus_cards) for p in bonus] == [0, 2]
+
+
+def test_a_grid_too_large_is_refused():
+    with pytest.raises(RulesError, match="at most"):
+        grid_points(RuleSet(), [GridAxis(f"k{i}", tuple("abcdefghij")) for i in range(5)])
+
+
+def _row(index: int, value: float, error: str | None = None) -> SweepRow:
+    outcomes = {} if error else {"P1 wins by knock-out": 0.5, "P2 wins by knock-out": 0.5, "unending": 0.0}
+    return SweepRow(index, RuleSet(), "abc", value, outcomes, 3.0, 10, 1.0, 1.0, False, error)
+
+
+def test_csv_rows_have_the_header_at_once_and_each_row_as_written():
+    stream = io.StringIO()
+    table = CsvRows(stream, ["board"])
+    assert stream.getvalue().startswith("point,board,fingerprint,value,")
+    table.write(_row(1, 0.5), [("board", "SM")])
+    table.write(_row(0, math.nan, "too large"), [("board", "S.M")])
+    rows = list(csv.DictReader(io.StringIO(stream.getvalue())))
+    assert [r["point"] for r in rows] == ["2", "1"]
+    assert rows[0]["board"] == "SM" and rows[0]["value"] == "0.5" and rows[0]["P1 wins by knock-out"] == "0.5"
+    assert rows[1]["value"] == "" and rows[1]["error"] == "too large"
+
+
+def test_the_page_escapes_every_user_string():
+    axes = [GridAxis("name", ("<b>x</b>", "y&z"))]
+    points = grid_points(RuleSet(), axes)
+    page = sweep_page("t<i>", axes, points, [_row(0, 0.5), _row(1, math.nan, "<script>")], note="<u>")
+    for raw in ("<b>", "<script>", "<i>", "<u>"):
+        assert raw not in page
+    assert "&lt;b&gt;x&lt;/b&gt;" in page and "y&amp;z" in page and "&lt;script&gt;" in page
