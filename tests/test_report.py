@@ -91,10 +91,6 @@ def test_user_text_is_escaped_and_never_executed(report):
     assert HOSTILE_NAME not in html
 
 
-def test_report_runs_in_well_under_a_minute(report):
-    assert report[3] < 60
-
-
 def test_second_report_reuses_the_cache(report, tmp_path):
     _, _, cache, first = report
     started = time.perf_counter()

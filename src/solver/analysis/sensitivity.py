@@ -22,7 +22,7 @@ from ..certify import expected_length_and_distribution
 from ..graph import GraphTooLargeError
 from ..summary import UNENDING, StartSummary, summarise_start
 from ..tables import solved_table
-from .parallel import run_all
+from .parallel import default_workers, run_all
 
 START_BATTERY_READINGS = (0, 2)  # the French page and the English rulebook
 RECOVERY_READINGS = ("battery+disc", "battery")
@@ -144,9 +144,27 @@ def summarise_variants(
     show_progress: bool = False,
 ) -> list[VariantSummary | Skipped]:
     """Each variant's start summary (or why it could not be solved): rule sets
-    through their (cached) solved tables, start positions solved from there; in parallel."""
-    jobs = [_Job(v, str(cache_dir) if cache_dir else None) for v in variants]
-    return run_all(summarise_variant, jobs, workers=workers, description="sensitivity", show_progress=show_progress)
+    as a sweep (on a local Dask cluster, through their cached solved tables),
+    then start positions, solved from there in a process pool; never more
+    than `workers` solves at once."""
+    answers: dict[int, VariantSummary | Skipped] = {}
+    rule_sets = [(i, v) for i, v in enumerate(variants) if v.start is None]
+    if rule_sets:
+        from ..sweep import run_sweep
+
+        rows = run_sweep(
+            [v.rules for _, v in rule_sets], workers=workers or default_workers(), cache_dir=cache_dir,
+            show_progress=show_progress,
+        )
+        for (i, variant), row in zip(rule_sets, rows):
+            answers[i] = Skipped(variant.label, row.error) if row.error else VariantSummary(
+                row.value, dict(row.outcomes), row.expected_length, row.solve_seconds, row.reused,
+            )
+    starts = [(i, v) for i, v in enumerate(variants) if v.start is not None]
+    jobs = [_Job(v, str(cache_dir) if cache_dir else None) for _, v in starts]
+    done = run_all(summarise_variant, jobs, workers=workers, description="other starts", show_progress=show_progress)
+    answers.update((i, answer) for (i, _), answer in zip(starts, done))
+    return [answers[i] for i in range(len(variants))]
 
 
 def summarise_variant(job: _Job) -> VariantSummary | Skipped:

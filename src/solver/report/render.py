@@ -44,7 +44,9 @@ def turns(x: float) -> str:
 
 
 def median_turn(pmf) -> str:
-    """The turn by which half of all games have ended."""
+    """The turn by which half of all games have ended ("n/a" without a distribution)."""
+    if len(pmf) == 0:
+        return "n/a"
     reached = np.nonzero(np.cumsum(pmf) >= 0.5)[0]
     return str(int(reached[0]) + 1) if reached.size else f"over {len(pmf)}"
 
