@@ -74,16 +74,19 @@ def situations(rules: RuleSet) -> list[Situation]:
 def annotated_positions(
     rules: RuleSet, result: SolveResult, visits: np.ndarray, answer: Callable[[int], StateAnswer],
 ) -> list[AnnotatedPosition]:
-    """Each situation's most visited position (`visits` per state index of `result`)."""
+    """Each situation's most visited position (`visits` per state index of
+    `result`), never one already shown for an earlier situation."""
     codec = PositionCodec(rules)
     p1 = player_digits(codec, result.states, 0)
     p2 = player_digits(codec, result.states, 1)
     shown = []
+    taken = np.zeros(result.num_states, bool)
     for situation in situations(rules):
-        where = np.nonzero(situation.test(p1, p2))[0]
+        where = np.nonzero(situation.test(p1, p2) & ~taken)[0]
         if where.size == 0:
             continue
         i = int(where[np.argmax(visits[where])])  # the first of them if none is ever visited
+        taken[i] = True
         code = int(result.states[i])
         shown.append(AnnotatedPosition(situation.title, situation.why, code, float(visits[i]), answer(code)))
     return shown

@@ -133,7 +133,8 @@ def heat_map(
     left, top = 130, 62
     cell_w = max(34.0, min(80.0, (WIDTH - left - 20) / max(len(col_labels), 1)))
     cell_h = 24
-    width = max(WIDTH * 0.6, left + cell_w * len(col_labels) + 20)
+    legend = f"{fmt(high)}  {scale_label}"
+    width = max(WIDTH * 0.6, left + cell_w * len(col_labels) + 20, left + 170 + 6.2 * len(legend))
     height = top + cell_h * len(row_labels) + 64
     span = (high - low) or 1.0
     body = [_text(left + cell_w * len(col_labels) / 2, 38, col_axis, anchor="middle", size=12)]
@@ -154,5 +155,5 @@ def heat_map(
     for k in range(10):
         body.append(f'<rect x="{left + k * 16}" y="{scale_y}" width="16" height="10" fill="{_shade((k + 0.5) / 10)}"/>')
     body.append(_text(left - 6, scale_y + 9, fmt(low), anchor="end", size=10))
-    body.append(_text(left + 164, scale_y + 9, f"{fmt(high)}  {scale_label}", size=10))
+    body.append(_text(left + 164, scale_y + 9, legend, size=10))
     return _svg(title, width, height, body)
