@@ -137,3 +137,32 @@ def test_charts_escape_their_text():
     assert "<script>" not in svg and "&lt;script&gt;" in svg and "&lt;b&gt;&amp;" in svg
     svg = heat_map("t", ["r<"], ["c>"], [[0.5]], "rows", "cols", "unit")
     assert "r&lt;" in svg and "c&gt;" in svg
+
+
+def test_a_variant_whose_solve_fails_is_left_out_with_the_reason(monkeypatch):
+    import solver.analysis.sensitivity as sensitivity
+    import solver.sweep as sweep
+
+    def sweep_fails(*args, **kwargs):
+        raise RuntimeError("a task failed on every retry")
+
+    def solve_fails(job):
+        raise RuntimeError("component is numerically closed")
+
+    monkeypatch.setattr(sweep, "run_sweep", sweep_fails)
+    monkeypatch.setattr(sensitivity, "_summary", solve_fails)
+    variants, _ = sensitivity_variants(apply_overrides(RuleSet(), TINY))
+    answers = sensitivity.summarise_variants(variants[:2], None, workers=1)
+    assert [a.label for a in answers] == [v.label for v in variants[:2]]
+    assert all("the solve failed: RuntimeError: component is numerically closed" in a.reason for a in answers)
+
+
+def test_a_restricted_game_that_fails_gives_nan_and_the_reason(monkeypatch):
+    import solver.analysis.restricted as restricted
+
+    def fails(job):
+        raise RuntimeError("numerically closed")
+
+    monkeypatch.setattr(restricted, "_value_without", fails)
+    answer = restricted.value_without(_Job(apply_overrides(RuleSet(), TINY), "spark"))
+    assert np.isnan(answer.value) and answer.error == "RuntimeError: numerically closed"

@@ -72,6 +72,8 @@ class RestrictedValue:
     """Value at the start (to P1) when P1 may not play `card`."""
     p1_win: float
     """P(P1 wins) under the restricted game's reported strategies."""
+    error: str | None = None
+    """Why the restricted game could not be solved (the numbers are then nan)."""
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,14 @@ class _Job:
 
 
 def value_without(job: _Job) -> RestrictedValue:
-    """Solve the game from the start with P1 barred from `job.card`."""
+    """Solve the game from the start with P1 barred from `job.card` (or say why it could not be)."""
+    try:
+        return _value_without(job)
+    except Exception as error:  # noqa: BLE001 - shown in the report rather than losing every other card
+        return RestrictedValue(job.card, float("nan"), float("nan"), f"{type(error).__name__}: {error}")
+
+
+def _value_without(job: _Job) -> RestrictedValue:
     from ..solve import solve_from
 
     game = ChargeSparkGame(job.rules)

@@ -152,27 +152,36 @@ def summarise_variants(
     if rule_sets:
         from ..sweep import run_sweep
 
-        rows = run_sweep(
-            [v.rules for _, v in rule_sets], workers=workers or default_workers(), cache_dir=cache_dir,
-            show_progress=show_progress,
-        )
-        for (i, variant), row in zip(rule_sets, rows):
-            answers[i] = Skipped(variant.label, row.error) if row.error else VariantSummary(
-                row.value, dict(row.outcomes), row.expected_length, row.solve_seconds, row.reused,
+        finished = {}
+        try:
+            run_sweep(
+                [v.rules for _, v in rule_sets], workers=workers or default_workers(), cache_dir=cache_dir,
+                on_row=lambda row: finished.__setitem__(row.index, row), show_progress=show_progress,
             )
-    starts = [(i, v) for i, v in enumerate(variants) if v.start is not None]
-    jobs = [_Job(v, str(cache_dir) if cache_dir else None) for _, v in starts]
-    done = run_all(summarise_variant, jobs, workers=workers, description="other starts", show_progress=show_progress)
-    answers.update((i, answer) for (i, _), answer in zip(starts, done))
+        except Exception:  # noqa: BLE001 - a solve that failed every retry; the rest are redone one by one below
+            pass
+        for k, (i, variant) in enumerate(rule_sets):
+            row = finished.get(k)
+            if row is not None:
+                answers[i] = Skipped(variant.label, row.error) if row.error else VariantSummary(
+                    row.value, dict(row.outcomes), row.expected_length, row.solve_seconds, row.reused,
+                )
+    # Start positions, and any rule set the sweep could not finish (then its failure is reported).
+    rest = [(i, v) for i, v in enumerate(variants) if i not in answers]
+    jobs = [_Job(v, str(cache_dir) if cache_dir else None) for _, v in rest]
+    done = run_all(summarise_variant, jobs, workers=workers, description="other variants", show_progress=show_progress)
+    answers.update((i, answer) for (i, _), answer in zip(rest, done))
     return [answers[i] for i in range(len(variants))]
 
 
 def summarise_variant(job: _Job) -> VariantSummary | Skipped:
-    """The variant's summary, or why it could not be solved (too large for memory)."""
+    """The variant's summary, or why it could not be solved (too large, or the solver failed)."""
     try:
         return _summary(job)
     except GraphTooLargeError as error:
         return Skipped(job.variant.label, str(error))
+    except Exception as error:  # noqa: BLE001 - shown in the report rather than losing every other variant
+        return Skipped(job.variant.label, f"the solve failed: {type(error).__name__}: {error}")
 
 
 def _summary(job: _Job) -> VariantSummary:

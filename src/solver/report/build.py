@@ -127,7 +127,9 @@ def _restricted(rules, cards, results: ResultsCache, workers, show_progress) -> 
     known = {card: results.get(f"without:{card}") for card in cards}
     missing = [card for card, entry in known.items() if entry is None]
     fresh = {r.card: r for r in restricted_values(rules, missing, workers=workers, show_progress=show_progress)}
-    results.put_all({f"without:{card}": {"value": r.value, "p1_win": r.p1_win} for card, r in fresh.items()})
+    results.put_all({
+        f"without:{card}": {"value": r.value, "p1_win": r.p1_win} for card, r in fresh.items() if r.error is None
+    })
     return [fresh[card] if card in fresh else RestrictedValue(card, **known[card]) for card in cards]
 
 

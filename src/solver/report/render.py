@@ -142,7 +142,7 @@ def _by(summary, how: str) -> float:
 
 def findings(r: Report) -> dict:
     """The answers a designer looks for first."""
-    ranked = sorted(r.restricted, key=lambda x: x.value)
+    ranked = sorted((x for x in r.restricted if x.error is None), key=lambda x: x.value)
     strongest = ranked[0] if ranked else None
     least = ranked[-1] if ranked else None
     cost_up = next(
