@@ -155,7 +155,7 @@ def summarise_variants(
         finished = {}
         try:
             run_sweep(
-                [v.rules for _, v in rule_sets], workers=workers or default_workers(), cache_dir=cache_dir,
+                [v.rules for _, v in rule_sets], workers=workers or default_workers(), cache_dir=cache_dir, retries=0,
                 on_row=lambda row: finished.__setitem__(row.index, row), show_progress=show_progress,
             )
         except Exception:  # noqa: BLE001 - a solve that failed every retry; the rest are redone one by one below

@@ -73,12 +73,26 @@ def build_report(
 
     log("solving the rules' table (or loading it from the cache)")
     table = solved_table(rules, cache_dir, show_progress=show_progress)
+    # The many solves run first, while this process holds only the table: at
+    # most `workers` game graphs are in memory at once, never one more here.
+    table = replace(table, result=replace(table.result, graph=None))
+    lap("table")
+
+    results = ResultsCache(cache_dir, fingerprint(rules))
+    cards = tuple(table.result.action_labels[a] for a in np.unique(table.result.row_actions))
+    restricted = _restricted(rules, cards, results, workers, show_progress)
+    lap("strength")
+
+    variants, skipped = sensitivity_variants(rules)
+    answers = _variant_summaries(variants, cache_dir, results, workers, show_progress)
+    solved = [(v, s) for v, s in zip(variants, answers) if isinstance(s, VariantSummary)]
+    skipped += [s for s in answers if isinstance(s, Skipped)]
+    lap("sensitivity")
+
     game = ChargeSparkGame(rules)
     graph = transition_graph(table)
     result = replace(table.result, graph=graph)
     table = replace(table, result=result)
-    lap("table")
-
     summary = summarise_start(table)
     start = result.index_of(table.start)
     answer = result.answer(table.start, game)
@@ -87,19 +101,9 @@ def build_report(
     row, col = result.row_strategy, result.col_strategy
     usage = card_usage(graph, result.values, row, col, start)
     visits = expected_visits(play_chain(graph, row, col), start)
-    lap("usage")
-
-    results = ResultsCache(cache_dir, fingerprint(rules))
-    restricted = _restricted(rules, usage.cards, results, workers, show_progress)
     kinds = tuple(card.label for card in game.codec.bonus_kinds)
     draws = draw_values(graph, result.values, row, col, start, held_bonus_counts(game.codec, result.states), kinds)
-    lap("strength")
-
-    variants, skipped = sensitivity_variants(rules)
-    answers = _variant_summaries(variants, cache_dir, results, workers, show_progress)
-    solved = [(v, s) for v, s in zip(variants, answers) if isinstance(s, VariantSummary)]
-    skipped += [s for s in answers if isinstance(s, Skipped)]
-    lap("sensitivity")
+    lap("usage")
 
     annotated = annotated_positions(rules, result, visits, lambda code: result.answer(code, game))
     positions = [(format_position(game.decode(a.code), rules), a) for a in annotated]
