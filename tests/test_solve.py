@@ -13,6 +13,7 @@ from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
 from rules.charge_spark.state import initial_position
+from solver.graph import build_graph
 from solver.reference import reference_values
 from solver.solve import solve_from
 from solver.stage import max_regret
@@ -88,7 +89,7 @@ def test_symmetric_start_is_worth_one_half(name):
 @pytest.mark.parametrize("name", SMALL)
 def test_swapping_seats_gives_one_minus_the_value(name):
     _, game, _, result = solved_variant(name)
-    states = result.graph.states
+    states = result.states
     rng = np.random.default_rng(3)
     sample = rng.choice(states.size, size=min(2000, states.size), replace=False)
     swapped = np.searchsorted(states, game.swap(states[sample]))
@@ -105,8 +106,8 @@ def test_certificate_holds_at_every_state(name):
 
 @pytest.mark.parametrize("name", SMALL)
 def test_no_profitable_pure_deviation(name):
-    _, _, _, result = solved_variant(name)
-    g = result.graph
+    _, game, _, result = solved_variant(name)
+    g = build_graph(game, result.states)
     for i in np.random.default_rng(5).choice(g.num_states, size=300, replace=False):
         matrix = g.stage_matrix(int(i), result.values)
         x = result.row_strategy[g.row_ptr[i] : g.row_ptr[i + 1]]
@@ -149,7 +150,7 @@ def test_agrees_with_plain_per_state_lp_iteration(overrides):
     game = ChargeSparkGame(rules)
     root = game.encode(initial_position(rules))
     result = solve_from(game, [root], show_progress=False)
-    plain, _ = reference_values(result.graph, tol=1e-12)
+    plain, _ = reference_values(build_graph(game, result.states), tol=1e-12)
     np.testing.assert_allclose(result.values, plain, atol=1e-9)
 
 

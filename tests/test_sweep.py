@@ -22,7 +22,9 @@ from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, RulesError, apply_overrides
 from solver import sweep as sweep_module
 from solver.cli import main
-from solver.sweep import CsvRows, GridAxis, SweepRow, grid_points, parse_grid, run_sweep, split_values
+from solver.sweep import (
+    CsvRows, GridAxis, SweepRow, grid_points, parse_grid, run_sweep, split_values, state_limit,
+)
 from solver.sweep_page import sweep_page
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -270,3 +272,19 @@ def test_the_page_escapes_every_user_string():
     for raw in ("<b>", "<script>", "<i>", "<u>"):
         assert raw not in page
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "y&amp;z" in page and "&lt;script&gt;" in page
+
+
+def test_a_workers_memory_limit_caps_the_states_when_it_is_the_tightest(monkeypatch):
+    from solver import solve
+
+    gigabyte = 10**9
+    monkeypatch.setattr(solve, "fitting_states", lambda: 10**7)
+    monkeypatch.setattr(sweep_module, "worker_memory_limit", lambda: None)
+    assert state_limit(None) == (None, None)  # not on a worker: the solve checks memory itself
+    monkeypatch.setattr(sweep_module, "worker_memory_limit", lambda: gigabyte)
+    cap = int(0.9 * gigabyte / solve.GRAPH_BYTES_PER_STATE)
+    limit, refusal = state_limit(None)
+    assert limit == cap and "1.0 GB memory limit" in refusal and f"{cap:,}" in refusal
+    assert state_limit(1000) == (1000, None)  # the user's tighter limit
+    monkeypatch.setattr(solve, "fitting_states", lambda: 1000)
+    assert state_limit(None) == (None, None)  # less memory free than the worker may use

@@ -28,7 +28,7 @@ import time
 import numba
 import numpy as np
 
-from .graph import GraphTooLargeError
+from .graph import GraphTooLargeError, build_graph
 from .shapley import max_cells, stage_matrix_kernel
 from .solve import solve_from
 from .stage import matrix_game_kernel, solve_matrix_game_lp
@@ -106,7 +106,7 @@ def jacobi_sweeps_needed(graph, tol: float, cap: int) -> tuple[int, bool]:
 
 def bench_end_to_end(game, root: int, label: str, sample: int = 400, sweep_cap: int = 300) -> list[str]:
     result, ours = _timed(lambda: solve_from(game, [root], show_progress=False))
-    graph = result.graph
+    graph = result.graph or build_graph(game, result.states)  # the baseline's transitions
     n = graph.num_states
     rng = np.random.default_rng(1)
     picks = rng.choice(n, size=min(sample, n), replace=False)

@@ -60,7 +60,7 @@ class Bracket:
 def _settle_acyclic(
     ci, comp_ptr, comp_states, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob,
     terminal_payoff, unending, lower, upper, middle, row_strategy, col_strategy, max_cells,
-    mirror, done,
+    mirror, done, p2_terminal_payoff,
 ):
     """Settle components ci, ci+1, ... that are one state without a self-loop
     (or whose seat-swapped twin is settled); return the index of the first
@@ -89,7 +89,7 @@ def _settle_acyclic(
         except Exception:  # noqa: BLE001 - left to the general path
             return ci
         worst = row_guarantee(a, x)
-        stage_matrix_kernel(s, upper, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
+        stage_matrix_kernel(s, upper, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, p2_terminal_payoff, m, n, a)
         try:
             y = matrix_game_kernel(a)[2]
         except Exception:  # noqa: BLE001
@@ -176,10 +176,14 @@ def _cut_out(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, row_action
     return rp, ra, cp, ca, kp, op, on, ob, exits[:num_exits].copy()
 
 
-def component_games(graph: GameGraph, states: np.ndarray, local: np.ndarray, exit_values: list[np.ndarray]) -> list[GameGraph]:
+def component_games(
+    graph: GameGraph, states: np.ndarray, local: np.ndarray, exit_values: list[np.ndarray],
+    terminal_payoffs: list[np.ndarray] | None = None,
+) -> list[GameGraph]:
     """The game restricted to `states`, once per entry of `exit_values`: moving
-    to an outside state t ends play with payoff `exit_values[i][t]`. `states`
-    of the result holds the states' indices in `graph`."""
+    to an outside state t ends play with payoff `exit_values[i][t]`, and the
+    graph's own terminal outcomes pay `terminal_payoffs[i]` (default: theirs).
+    `states` of the result holds the states' indices in `graph`."""
     rp, ra, cp, ca, kp, op, on, ob, exits = _cut_out(
         graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr, graph.out_next, graph.out_prob,
         graph.row_actions, graph.col_actions, states, local, graph.terminal_payoff.shape[0],
@@ -189,10 +193,10 @@ def component_games(graph: GameGraph, states: np.ndarray, local: np.ndarray, exi
         GameGraph(
             states=states, row_ptr=rp, row_actions=ra, col_ptr=cp, col_actions=ca, cell_ptr=kp,
             out_ptr=op, out_next=on, out_prob=ob,
-            terminal_payoff=np.concatenate([graph.terminal_payoff, np.asarray(values)[exits]]),
+            terminal_payoff=np.concatenate([base, np.asarray(values)[exits]]),
             terminal_labels=labels, unending_payoff=graph.unending_payoff, action_labels=graph.action_labels,
         )
-        for values in exit_values
+        for values, base in zip(exit_values, terminal_payoffs or [graph.terminal_payoff] * len(exit_values))
     ]
 
 
@@ -250,11 +254,15 @@ def refine_by_best_responses(
     return row, col, lower, upper, rounds
 
 
-def seat_mirror(graph: GameGraph, swapped_codes: np.ndarray | None) -> np.ndarray | None:
+def seat_mirror(
+    graph: GameGraph, swapped_codes: np.ndarray | None, check_payoffs: bool = True,
+) -> np.ndarray | None:
     """Index of each state's seat-swapped twin, given the swapped codes of
     `graph.states`; None unless the game is symmetric: every twin present,
     payoffs p <-> 2u - p (u the unending payoff), and P1's actions at each
-    state listed as P2's at its twin."""
+    state listed as P2's at its twin. `check_payoffs=False` skips the payoff
+    test, for a cut-out part of a symmetric game whose exits pay the
+    guarantees of twins (P1's at one, P2's at the other)."""
     if swapped_codes is None:
         return None
     states = graph.states
@@ -262,7 +270,7 @@ def seat_mirror(graph: GameGraph, swapped_codes: np.ndarray | None) -> np.ndarra
     if twin.size and (twin.max() >= states.size or np.any(states[twin] != swapped_codes)):
         return None
     total = 2.0 * graph.unending_payoff
-    if not np.all(np.isin(total - graph.terminal_payoff, graph.terminal_payoff)):
+    if check_payoffs and not np.all(np.isin(total - graph.terminal_payoff, graph.terminal_payoff)):
         return None
     if not np.array_equal(np.diff(graph.row_ptr), np.diff(graph.col_ptr)[twin]):
         return None
@@ -287,11 +295,16 @@ def bracket_values(
     components: tuple[np.ndarray, np.ndarray],
     progress=None,
     mirror: np.ndarray | None = None,
+    p2_terminal_payoff: np.ndarray | None = None,
 ) -> Bracket:
     """Strategies and guarantees for every state, component by component (see
     the module docstring). `progress(states)` is called as states are settled.
     With `mirror` (see `seat_mirror`), a component whose seat-swapped twin is
-    settled is copied from it instead of solved."""
+    settled is copied from it instead of solved. With `p2_terminal_payoff`,
+    P2's guarantees use those terminal payoffs instead of the graph's (a
+    cut-out part of a game whose exits pay each side its own guarantee)."""
+    p1_pay = np.ascontiguousarray(graph.terminal_payoff, np.float64)
+    p2_pay = p1_pay if p2_terminal_payoff is None else np.ascontiguousarray(p2_terminal_payoff, np.float64)
     comp_ptr, comp_states = (np.asarray(a, np.int64) for a in components)
     n = graph.num_states
     ncomp = comp_ptr.shape[0] - 1
@@ -311,7 +324,7 @@ def bracket_values(
     total = 2.0 * graph.unending_payoff
     ci = 0
     while ci < ncomp:
-        nxt = _settle_acyclic(ci, *arrays, lower, upper, middle, row, col, max_cells(graph), twin, done)
+        nxt = _settle_acyclic(ci, *arrays, lower, upper, middle, row, col, max_cells(graph), twin, done, p2_pay)
         if progress is not None and nxt > ci:
             progress(int(comp_ptr[nxt] - comp_ptr[ci]))
         ci = nxt
@@ -329,7 +342,7 @@ def bracket_values(
         middle[states] = graph.unending_payoff
         shapley_sweeps(graph, states, middle, WARM_SWEEPS)
         local[states] = np.arange(states.size)
-        p1_game, p2_game = component_games(graph, states, local, [lower, upper])
+        p1_game, p2_game = component_games(graph, states, local, [lower, upper], [p1_pay, p2_pay])
         local[states] = -1
         r, c, low, high, spent = refine_by_best_responses(p1_game, middle[states], p2_graph=p2_game)
         retries = 0

@@ -998,22 +998,34 @@ def bellman_residual(
 
 
 def outcome_probabilities(
-    graph: GameGraph, row_strategy: np.ndarray, col_strategy: np.ndarray
+    graph: GameGraph, row_strategy: np.ndarray, col_strategy: np.ndarray,
+    terminal_outcomes: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per start state: probability of ending in each terminal outcome, shape (n, T),
-    and of never ending, shape (n,), under the two stationary strategies."""
+    and of never ending, shape (n,), under the two stationary strategies.
+
+    With `terminal_outcomes` (one row per terminal of `graph`, K + 1 columns:
+    K outcomes, then never ending), reaching a terminal counts as that row's
+    distribution instead (a cut-out part of a game, whose exits lead to states
+    with known outcome probabilities); the result then has K columns."""
     G = graph.kernel_arrays()
     n = graph.num_states
     row_w = _check_strategy(row_strategy, G[0], "P1")
     col_w = _check_strategy(col_strategy, G[1], "P2")
     T = G[6].shape[0]
+    if terminal_outcomes is None:
+        term_vec = np.zeros((T, T + 1))
+        term_vec[np.arange(T), np.arange(T)] = 1.0
+    else:
+        term_vec = np.ascontiguousarray(terminal_outcomes, np.float64)
+        if term_vec.ndim != 2 or term_vec.shape[0] != T:
+            raise ValueError(f"terminal_outcomes needs {T} rows, got shape {term_vec.shape}")
+    K = term_vec.shape[1] - 1
     comp_ptr, comp_states, comp_of = _chain_components(G, row_w, col_w, n)
-    term_vec = np.zeros((T, T + 1))
-    term_vec[np.arange(T), np.arange(T)] = 1.0
-    inf_vec = np.zeros(T + 1)
-    inf_vec[T] = 1.0
-    X = _chain_solve(G, row_w, col_w, comp_ptr, comp_states, comp_of, term_vec, inf_vec, np.zeros((0, T + 1)), n)
-    return X[:, :T].copy(), X[:, T].copy()
+    inf_vec = np.zeros(K + 1)
+    inf_vec[K] = 1.0
+    X = _chain_solve(G, row_w, col_w, comp_ptr, comp_states, comp_of, term_vec, inf_vec, np.zeros((0, K + 1)), n)
+    return X[:, :K].copy(), X[:, K].copy()
 
 
 @njit(cache=True)

@@ -27,6 +27,8 @@ from rules.charge_spark.config import (
 )
 from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
 from rules.charge_spark.notation import PositionError, format_position, parse_position
+from rules.charge_spark.size import estimate_reachable
+from rules.charge_spark.state import initial_position
 
 from .cache import CACHE_ENV, default_cache_dir, table_path
 from .graph import GraphTooLargeError
@@ -198,7 +200,10 @@ def answer_at(
     rule_set: RuleSet, position, cache_dir: str | None, max_states: int | None, show_progress: bool,
 ) -> tuple[StateAnswer, SolveResult, Path | None]:
     """The answer at `position`: from the stored table of the rules if one holds
-    it (then also its path), else by solving what is reachable from it."""
+    it (then also its path), else by solving what is reachable from it, unless
+    the estimate of that part clearly exceeds the limit. The estimate is made
+    from `position` itself (measured as closely for other positions as for
+    the start), so a late position of a large game is still answered."""
     game = ChargeSparkGame(rule_set)
     code = game.encode(position)
     key = fingerprint(rule_set)
@@ -210,7 +215,11 @@ def answer_at(
     if result is None:
         from .solve import solve_from
 
-        result = solve_from(game, [code], show_progress=show_progress and sys.stderr.isatty(), max_states=max_states)
+        where = "from the start" if position == initial_position(rule_set) else "from this position"
+        result = solve_from(
+            game, [code], show_progress=show_progress and sys.stderr.isatty(), max_states=max_states,
+            estimated_states=estimate_reachable(rule_set, position), estimated_from=where,
+        )
     # One stage game from a stored table: the readable engine builds it at once,
     # where loading the compiled one would cost more than the whole answer.
     answer = result.answer(code, game if source is None else ReferenceChargeSparkGame(rule_set))
@@ -373,7 +382,9 @@ def sweep(
         ctx.obj["interrupt_note"] = f"the rows finished so far are in {out}" if out else "the rows finished so far were printed"
         rows = run_sweep(
             [point.rules for point in points], client=client, cache_dir=cache_dir, max_states=max_states,
-            on_row=lambda row: table.write(row, points[row.index].settings), show_progress=sys.stderr.isatty(),
+            on_row=lambda row: table.write(row, points[row.index].settings),
+            # No bar over rows printed to the same terminal.
+            show_progress=sys.stderr.isatty() and (out is not None or not sys.stdout.isatty()),
         )
     if html_path is not None:
         from .sweep_page import sweep_page

@@ -12,7 +12,8 @@ from tqdm import tqdm
 from .bracketing import bracket_values, seat_mirror
 from .certify import bellman_residual, best_response_values, outcome_probabilities
 from .components import strongly_connected_components
-from .graph import GraphTooLargeError, build_graph, reachable_states
+from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
+from .layered import Layer, enumerate_by_rank, solve_layers
 from .protocol import StochasticGame
 from .result import SolveResult
 
@@ -22,7 +23,13 @@ METHOD = (
 )
 
 
+LAYERED_METHOD = (
+    "rank by rank (no turn lowers the progress rank), each rank cut out with exits paying each side's"
+    " guarantee; within a rank, " + METHOD
+)
+
 GRAPH_BYTES_PER_STATE = 1700  # peak while solving, measured on S*M health 2: 1.7 GB for 1,023,145 states
+LAYERED_BYTES_PER_STATE = 300  # the same, solving rank by rank (see `layered`)
 
 
 def available_memory() -> int | None:
@@ -33,10 +40,61 @@ def available_memory() -> int | None:
         return None
 
 
-def fitting_states() -> int | None:
+def bytes_per_state(game: StochasticGame) -> int:
+    """Peak memory a solve of `game` needs per state."""
+    return LAYERED_BYTES_PER_STATE if hasattr(game, "progress_rank") else GRAPH_BYTES_PER_STATE
+
+
+def fitting_states(per_state: int = GRAPH_BYTES_PER_STATE) -> int | None:
     """How many states a solve can hold in the memory available now (90% of it)."""
     available = available_memory()
-    return None if available is None else int(0.9 * available / GRAPH_BYTES_PER_STATE)
+    return None if available is None else int(0.9 * available / per_state)
+
+
+ESTIMATE_MARGIN = 2.0
+"""Refuse up front only past this many times the limit: the rules' estimate has
+come out at most 1.46x the exact count where measured, and never below it."""
+
+
+class EstimatedTooLargeError(GraphTooLargeError):
+    """The estimated reachable state space clearly exceeds the allowed size."""
+
+
+def _about(count: float) -> str:
+    """A count to two significant figures: 220,000 or 5.8e9."""
+    if count < 1e9:
+        return f"{float(f'{count:.2g}'):,.0f}"
+    mantissa, exponent = f"{count:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _bytes(amount: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if amount >= size:
+            return f"{amount / size:,.1f} {unit}"
+    return f"{amount / 1e3:,.1f} kB"
+
+
+def refuse_if_estimate_too_large(
+    estimate: float, where: str, max_states: int | None = None, per_state: int = GRAPH_BYTES_PER_STATE,
+) -> None:
+    """Raise `EstimatedTooLargeError` when `estimate` reachable states (from
+    `where`) clearly exceed `max_states`, or by default what fits in the memory
+    available at `per_state` bytes a state."""
+    limit = max_states if max_states is not None else fitting_states(per_state)
+    if limit is None or estimate <= ESTIMATE_MARGIN * limit:
+        return  # may fit: enumeration finds out, under its own guard
+    need = f"about {_about(estimate)} reachable states {where} (~{_bytes(estimate * per_state)}"
+    if max_states is not None:
+        raise EstimatedTooLargeError(
+            f"the rules in force would need {need} at {per_state:,} bytes a state);"
+            f" the limit is --max-states {max_states:,}"
+        )
+    raise EstimatedTooLargeError(
+        f"the rules in force would need {need} at {per_state:,} bytes a state);"
+        f" the {available_memory() / 1e9:.1f} GB of memory available holds about {_about(limit)}"
+        " (--max-states sets another limit)"
+    )
 
 
 def solve_from(
@@ -45,34 +103,83 @@ def solve_from(
     *,
     show_progress: bool = True,
     max_states: int | None = None,
+    estimated_states: float | None = None,
+    estimated_from: str = "from there",
 ) -> SolveResult:
     """Solve the part of `game` reachable from `roots`. Enumeration stops with
     `GraphTooLargeError` past `max_states` states, or by default past what
-    fits in the memory available (checked before the graph is built)."""
+    fits in the memory available (checked before anything is solved). Given
+    `estimated_states` (reachable `estimated_from` the roots), a solve that
+    clearly would not fit is refused before enumerating.
+
+    A game with a `progress_rank` is solved rank by rank (`layered`), holding
+    one rank's transitions at a time; any other through its whole graph."""
+    if estimated_states is not None:
+        refuse_if_estimate_too_large(estimated_states, estimated_from, max_states, bytes_per_state(game))
     timings: dict[str, float] = {}
     roots = np.asarray(list(roots), dtype=np.int64)
+    per_state = bytes_per_state(game)
+    limit = max_states if max_states is not None else fitting_states(per_state)
     clock = time.perf_counter()
-
     with tqdm(desc="enumerating", unit=" states", delay=1.0, disable=not show_progress) as bar:
 
         def found(count: int) -> None:
             bar.update(count - bar.n)
 
-        limit = max_states if max_states is not None else fitting_states()
         try:
-            states = reachable_states(game, roots, progress=found, max_states=limit)
+            if hasattr(game, "progress_rank"):
+                layers = enumerate_by_rank(game, roots, progress=found, max_states=limit)
+            else:
+                graph = build_graph(game, reachable_states(game, roots, progress=found, max_states=limit))
         except GraphTooLargeError:
             if max_states is not None:
                 raise
             # Refused on memory, not on the user's limit: say so with the figures.
             raise GraphTooLargeError(
                 f"more than {limit:,} reachable states, the most a solve can hold in 90% of the"
-                f" {available_memory() / 1e9:.1f} GB of memory available at {GRAPH_BYTES_PER_STATE:,} bytes"
+                f" {available_memory() / 1e9:.1f} GB of memory available at {per_state:,} bytes"
                 " a state (--max-states sets another limit)"
             ) from None
-        graph = build_graph(game, states)
     timings["enumerate"] = time.perf_counter() - clock
+    if hasattr(game, "progress_rank"):
+        return _solve_layers(game, layers, timings, show_progress)
+    return _solve_graph(graph, game, timings, show_progress)
 
+
+def _solve_layers(game: StochasticGame, layers: list[Layer], timings: dict[str, float], show_progress: bool) -> SolveResult:
+    clock = time.perf_counter()
+    with tqdm(
+        desc="solving", total=sum(layer.states.size for layer in layers), unit=" states", delay=1.0,
+        disable=not show_progress,
+    ) as bar:
+        solution = solve_layers(game, layers, progress=bar.update)
+    # Solving and certifying interleave rank by rank.
+    timings["solve"] = time.perf_counter() - clock - solution.certify_seconds
+    timings["certify"] = solution.certify_seconds
+    return SolveResult(
+        states=solution.states,
+        row_ptr=solution.row_ptr,
+        row_actions=solution.row_actions,
+        col_ptr=solution.col_ptr,
+        col_actions=solution.col_actions,
+        values=solution.middle,
+        row_strategy=solution.row_strategy,
+        col_strategy=solution.col_strategy,
+        terminal_probability=solution.terminal_probability,
+        unending_probability=solution.unending_probability,
+        p1_guarantee=solution.p1_guarantee,
+        p2_guarantee=solution.p2_guarantee,
+        terminal_payoff=np.asarray(game.terminal_payoff, np.float64),
+        terminal_labels=tuple(game.terminal_labels),
+        action_labels=tuple(game.action_labels),
+        unending_payoff=float(game.unending_payoff),
+        bellman_residual=solution.bellman_residual,
+        method=LAYERED_METHOD,
+        timings=timings,
+    )
+
+
+def _solve_graph(graph: GameGraph, game: StochasticGame, timings: dict[str, float], show_progress: bool) -> SolveResult:
     clock = time.perf_counter()
     components = strongly_connected_components(graph)
     with tqdm(

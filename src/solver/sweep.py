@@ -34,7 +34,7 @@ from rules.charge_spark.game import ChargeSparkGame
 from .graph import GraphTooLargeError
 from .tables import solved_table
 
-# Dask and the summary's kernels are imported where a sweep runs, so the CLI starts without them.
+# Dask and the solver's kernels are imported where a sweep runs, so the CLI starts without them.
 if TYPE_CHECKING:
     from distributed import Client
 
@@ -165,17 +165,49 @@ class SweepRow:
         return self.error is None
 
 
+def worker_memory_limit() -> int | None:
+    """Bytes the Dask worker running this may use (None outside a worker, or if unlimited)."""
+    try:
+        from distributed import get_worker
+
+        return int(get_worker().memory_manager.memory_limit or 0) or None
+    except (ImportError, ValueError, AttributeError):
+        return None
+
+
+def state_limit(max_states: int | None) -> tuple[int | None, str | None]:
+    """The most states a solve on this worker may enumerate, and what to say if
+    that refuses a rule set (None: the solve's own message says it). Workers
+    solving side by side share the machine's memory, so the worker's memory
+    limit (a local cluster splits the machine between its workers) binds when
+    it is tighter than both `max_states` and the memory available now."""
+    from .solve import GRAPH_BYTES_PER_STATE, fitting_states
+
+    memory = worker_memory_limit()
+    if memory is None:
+        return max_states, None
+    cap = int(0.9 * memory / GRAPH_BYTES_PER_STATE)
+    available = fitting_states()
+    if (max_states is not None and max_states <= cap) or (available is not None and available <= cap):
+        return max_states, None
+    return cap, (
+        f"more than {cap:,} reachable states, the most a solve can hold in 90% of its worker's"
+        f" {memory / 1e9:.1f} GB memory limit at {GRAPH_BYTES_PER_STATE:,} bytes a state"
+    )
+
+
 def solve_row(rules: RuleSet, cache_dir: str | None, max_states: int | None) -> SweepRow:
     """Solve `rules` (or load its table) and summarise the start: the task a worker runs."""
     from .summary import summarise_start
 
     started = time.perf_counter()
+    limit, refusal = state_limit(max_states)
     try:
-        table = solved_table(rules, cache_dir, max_states=max_states)
+        table = solved_table(rules, cache_dir, max_states=limit)
     except GraphTooLargeError as error:
         nan = float("nan")
         return SweepRow(0, rules, fingerprint(rules), nan, {}, nan, 0, nan, time.perf_counter() - started,
-                        False, error=str(error))
+                        False, error=refusal or str(error))
     summary = summarise_start(table)
     return SweepRow(
         index=0,
@@ -208,6 +240,7 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
     `workers` single-threaded processes (default one per core); closed (and
     the local cluster shut down) on the way out, interrupts included."""
     from distributed import Client, LocalCluster
+
     if scheduler:
         try:
             client = Client(scheduler, timeout=CONNECT_TIMEOUT)

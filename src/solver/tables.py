@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rules.charge_spark.config import RuleSet, canonical_mapping, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 
 from .cache import DamagedTableError, default_cache_dir, load_table, quarantine, save_table, table_lock, table_path
@@ -66,7 +67,8 @@ def solved_table(
     Loaded from the cache (`cache_dir`, default `default_cache_dir()`) when a
     sound table is stored there; otherwise solved and stored atomically. A
     second process asking for the same rules waits for the first and reuses
-    its table."""
+    its table. Rules whose estimated size clearly exceeds `max_states` (or
+    the memory available) are refused before enumerating."""
     key = fingerprint(rules)
     path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
     with table_lock(path):
@@ -77,6 +79,9 @@ def solved_table(
 
         game = ChargeSparkGame(rules)
         code = game.encode(initial_position(rules))
-        result = solve_from(game, [code], show_progress=show_progress, max_states=max_states)
+        result = solve_from(
+            game, [code], show_progress=show_progress, max_states=max_states,
+            estimated_states=estimate_reachable(rules), estimated_from="from the start",
+        )
         save_table(path, result, key, {"fingerprint": key, "rules": canonical_mapping(rules)})
         return SolvedTable(rules, result, path, reused=False)

@@ -61,6 +61,24 @@ class ChargeSparkGame:
     def expand(self, codes: np.ndarray) -> ExpansionArrays:
         return ExpansionArrays(*expand_codes(self.tables, codes))
 
+    def progress_rank(self, codes: np.ndarray) -> np.ndarray:
+        """A number no turn ever lowers: Health lost and moves made, by both players.
+
+        Health never comes back and pawns never go back, so play can only
+        circle among positions of equal rank (Battery, Disc and rest zones
+        changing; a played bonus card comes back to its hand from the rest
+        zone like any other): the solver takes ranks from the highest down."""
+        codes = np.asarray(codes, dtype=np.int64)
+        radix = dict(self.codec.radices)
+        below_progress = radix["rest"] * radix["bonus"]
+        below_health = below_progress * radix["progress"] * radix["disc"] * radix["battery"]
+        rank = np.zeros(codes.shape, np.int64)
+        for player in (codes // self.codec.players, codes % self.codec.players):
+            lost = radix["health"] - 1 - player // below_health
+            moves = (player // below_progress) % radix["progress"]
+            rank += lost * (2 * radix["progress"]) + moves
+        return rank
+
     def swap(self, codes: np.ndarray) -> np.ndarray:
         players = self.codec.players
         codes = np.asarray(codes, dtype=np.int64)

@@ -1,0 +1,93 @@
+"""Solving rank by rank agrees with solving the whole graph at once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rules.charge_spark.config import RuleSet, apply_overrides
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.state import initial_position
+from solver.components import strongly_connected_components
+from solver.graph import build_graph, reachable_states
+from solver.layered import enumerate_by_rank, solve_layers
+from solver.solve import _solve_graph
+
+VARIANTS = {  # each with several ranks and cycles within them, and each solved in seconds
+    "no-bonus": ["board=S.M", "health=1", "bonus_cards="],
+    "a-star-and-a-ray": ["board=S*M", "health=1", "bonus_cards=ray"],
+    "longer-board-trap": ["board=S..M", "health=1", "bonus_cards=trap"],
+}
+
+
+def _both(overrides):
+    rules = apply_overrides(RuleSet(), overrides)
+    game = ChargeSparkGame(rules)
+    root = game.encode(initial_position(rules))
+    layers = enumerate_by_rank(game, [root])
+    whole = _solve_graph(build_graph(game, reachable_states(game, [root])), game, {}, show_progress=False)
+    return game, root, layers, solve_layers(game, layers), whole
+
+
+@pytest.fixture(scope="module", params=VARIANTS.values(), ids=VARIANTS.keys())
+def solved_both_ways(request):
+    return _both(request.param)
+
+
+def test_no_transition_lowers_the_rank(solved_both_ways):
+    game, _, layers, _, _ = solved_both_ways
+    for layer in layers:
+        nxt = game.expand(layer.states).out_next
+        assert np.all(game.progress_rank(nxt[nxt >= 0]) >= layer.rank)
+        assert np.all(game.progress_rank(layer.states) == layer.rank)
+
+
+def test_layers_hold_exactly_the_reachable_states(solved_both_ways):
+    _, _, layers, layered, whole = solved_both_ways
+    ranks = [layer.rank for layer in layers]
+    assert ranks == sorted(set(ranks))
+    np.testing.assert_array_equal(layered.states, whole.states)
+
+
+def test_values_agree_with_the_whole_graph_solve(solved_both_ways):
+    _, root, _, layered, whole = solved_both_ways
+    np.testing.assert_allclose(layered.middle, whole.values, atol=1e-9)
+    assert layered.middle[np.searchsorted(layered.states, root)] == pytest.approx(0.5, abs=1e-9)
+
+
+def test_composed_certificate_matches_global_best_responses(solved_both_ways):
+    # The per-rank guarantees, each composed with the guarantees of the states
+    # it exits to, equal a best response computed over the whole graph.
+    from solver.certify import best_response_values
+
+    game, _, _, layered, _ = solved_both_ways
+    graph = build_graph(game, layered.states)
+    np.testing.assert_array_equal(graph.row_ptr, layered.row_ptr)
+    np.testing.assert_array_equal(graph.row_actions, layered.row_actions)
+    np.testing.assert_array_equal(graph.col_actions, layered.col_actions)
+    lower = best_response_values(graph, 0, layered.row_strategy)
+    upper = best_response_values(graph, 1, layered.col_strategy)
+    np.testing.assert_allclose(layered.p1_guarantee, lower, atol=1e-11)
+    np.testing.assert_allclose(layered.p2_guarantee, upper, atol=1e-11)
+    assert np.max(upper - lower) <= 1e-9
+    assert layered.bellman_residual <= 1e-9
+
+
+def test_composed_outcome_probabilities_match_the_whole_chain(solved_both_ways):
+    from solver.certify import outcome_probabilities
+
+    game, _, _, layered, _ = solved_both_ways
+    graph = build_graph(game, layered.states)
+    terminal, unending = outcome_probabilities(graph, layered.row_strategy, layered.col_strategy)
+    np.testing.assert_allclose(layered.terminal_probability, terminal, atol=1e-9)
+    np.testing.assert_allclose(layered.unending_probability, unending, atol=1e-9)
+
+
+def test_a_rank_is_closed_under_its_own_cycles(solved_both_ways):
+    # Every strongly connected component of the whole graph lies within one rank.
+    game, _, _, layered, _ = solved_both_ways
+    graph = build_graph(game, layered.states)
+    comp_ptr, comp_states = strongly_connected_components(graph)
+    ranks = game.progress_rank(layered.states)
+    for lo, hi in zip(comp_ptr[:-1], comp_ptr[1:]):
+        assert np.unique(ranks[comp_states[lo:hi]]).size == 1
