@@ -3,6 +3,8 @@ values, simple policies, sensitivity variants, and the charts' drawing aids."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,7 @@ from solver.analysis.sensitivity import longer_board, sensitivity_variants, shor
 from solver.analysis.skill_gap import greedy_policy, skill_gap, uniform_policy
 from solver.analysis.usage import CardStatus, card_usage
 from solver.report.charts import bar_chart, heat_map, nice_ticks
+from solver.graph import build_graph
 from solver.solve import solve_from
 
 TINY = ["board=S*M", "health=1", "battery_tiles=2", "disc_tiles=2", "bonus_cards=ray,copy"]
@@ -27,6 +30,8 @@ def solved():
     game = ChargeSparkGame(rules)
     code = game.encode(initial_position(rules))
     result = solve_from(game, [code], show_progress=False)
+    # A rank-by-rank solve keeps no whole graph: the analyses get one built from the states.
+    result = replace(result, graph=build_graph(game, result.states))
     return rules, game, result, result.index_of(code)
 
 
@@ -111,7 +116,9 @@ def test_sensitivity_variants_cover_the_designers_questions():
         assert setting in settings
     assert any(v.start == "h3 / " for v in variants) and not skipped
     _, skipped = sensitivity_variants(apply_overrides(RuleSet(), ["health=1"]))
-    assert [s.label for s in skipped] == ["P1 starts with Health 0 (1)"]
+    assert [(s.label, s.reason) for s in skipped] == [
+        ("P1 starts with Health 0 (1)", "not possible: the rules start each player at Health 1")
+    ]
 
 
 def test_boards_one_space_shorter_and_longer():
@@ -166,3 +173,9 @@ def test_a_restricted_game_that_fails_gives_nan_and_the_reason(monkeypatch):
     monkeypatch.setattr(restricted, "_value_without", fails)
     answer = restricted.value_without(_Job(apply_overrides(RuleSet(), TINY), "spark"))
     assert np.isnan(answer.value) and answer.error == "RuntimeError: numerically closed"
+
+
+def test_barring_a_card_keeps_the_rank_by_rank_solve(solved):
+    rules, game, result, start = solved
+    wrapped = WithoutRowAction(game, int(Card.SPARK))
+    assert hasattr(game, "progress_rank") == hasattr(wrapped, "progress_rank")

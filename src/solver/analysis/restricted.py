@@ -28,6 +28,9 @@ class WithoutRowAction:
         self.terminal_labels = game.terminal_labels
         self.terminal_payoff = game.terminal_payoff
         self.unending_payoff = game.unending_payoff
+        if hasattr(game, "progress_rank"):
+            # Barring actions adds no transition, so the game's progress rank still holds (rank-by-rank solve).
+            self.progress_rank = game.progress_rank
 
     def expand(self, codes: np.ndarray):
         e = self.game.expand(codes)

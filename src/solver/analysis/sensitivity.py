@@ -19,7 +19,7 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
 
 from ..certify import expected_length_and_distribution
-from ..graph import GraphTooLargeError
+from ..graph import GraphTooLargeError, build_graph
 from ..summary import UNENDING, StartSummary, summarise_start
 from ..tables import solved_table
 from .parallel import default_workers, run_all
@@ -102,10 +102,13 @@ def sensitivity_variants(rules: RuleSet) -> tuple[list[Variant], list[Skipped]]:
         for reading in RECOVERY_READINGS:
             if reading != rules.recovery:
                 candidates.append((f"Recovery gives {reading} ({rules.recovery})", f"recovery={reading}", "recovery", 0))
-    handicap = f"h{rules.health - 1} / "
-    candidates.append((f"P1 starts with Health {rules.health - 1} ({rules.health})", handicap, None, -1))
-
     variants, skipped = [], []
+    handicap_label = f"P1 starts with Health {rules.health - 1} ({rules.health})"
+    if rules.health > 1:
+        candidates.append((handicap_label, f"h{rules.health - 1} / ", None, -1))
+    else:
+        skipped.append(Skipped(handicap_label, "not possible: the rules start each player at Health 1"))
+
     base = replace(rules, name="")
     for label, setting, key, step in candidates:
         try:
@@ -203,7 +206,8 @@ def summary_from(rules: RuleSet, start: str, max_turns: int = 200) -> StartSumma
     i = result.index_of(code)
     outcomes = {label: float(result.terminal_probability[i, t]) for t, label in enumerate(result.terminal_labels)}
     outcomes[UNENDING] = float(result.unending_probability[i])
-    expected, pmf = expected_length_and_distribution(result.graph, result.row_strategy, result.col_strategy, i, max_turns)
+    graph = result.graph if result.graph is not None else build_graph(game, result.states)  # a rank-by-rank solve keeps none
+    expected, pmf = expected_length_and_distribution(graph, result.row_strategy, result.col_strategy, i, max_turns)
     return StartSummary(float(result.values[i]), outcomes, expected, pmf)
 
 
