@@ -79,8 +79,15 @@ def bar_chart(
         a, b = sorted((x(0.0), x(value)))
         colour = NEGATIVE if value < 0 else POSITIVE
         body.append(f'<rect x="{a:.1f}" y="{y + 3}" width="{max(b - a, 0.8):.1f}" height="{row - 6}" fill="{colour}"/>')
-        body.append(_text(b + 4 if value >= 0 else a - 4, y + row * 0.68, fmt(value),
-                          anchor="start" if value >= 0 else "end", size=10, fill=AXIS))
+        label = fmt(value)
+        width = 6.0 * len(label)  # about, at size 10
+        if value >= 0 and b + 4 + width > WIDTH - 2:
+            at, anchor, fill = b - 4, "end", "#fff"  # no room past the bar's end: inside it
+        elif value < 0 and a - 4 - width < left:
+            at, anchor, fill = a + 4, "start", "#fff"
+        else:
+            at, anchor, fill = (b + 4, "start", AXIS) if value >= 0 else (a - 4, "end", AXIS)
+        body.append(_text(at, y + row * 0.68, label, anchor=anchor, size=10, fill=fill))
     body.append(f'<line x1="{x(0.0):.1f}" y1="{top}" x2="{x(0.0):.1f}" y2="{bottom}" stroke="{AXIS}"/>')
     body.append(_text(left + plot / 2, height - 10, axis_label, anchor="middle", size=12))
     return _svg(title, WIDTH, height, body)
