@@ -147,11 +147,17 @@ def bench_full_game(game, root: int) -> list[str]:
         return lines
     wall = time.perf_counter() - start
     n = result.num_states
-    lines.append(
-        f"  {n:,} states solved in {wall:.0f} s ({n / wall:,.0f} states/s), peak memory {_peak_gb():.1f} GB;"
+    peak = _peak_gb()
+    t = result.timings
+    bar = "met" if wall <= 600 and peak <= 6 else "NOT met"
+    goal = "met" if wall <= 120 else f"NOT met, {wall / 120:.1f}x off"
+    lines += [
+        f"  {n:,} states solved in {wall:.0f} s ({n / wall:,.0f} states/s), peak memory {peak:.1f} GB"
+        f" (first bar 10 min and 6 GB: {bar}; goal 2 min: {goal})",
+        f"  enumerate {t.get('enumerate', 0):.0f} s, solve {t.get('solve', 0):.0f} s, certify {t.get('certify', 0):.0f} s;"
         f" value at the start {result.values[result.index_of(root)]:.12f},"
-        f" largest exploitability {result.max_exploitability:.1e}"
-    )
+        f" largest exploitability {result.max_exploitability:.1e}, largest Bellman residual {result.bellman_residual:.1e}",
+    ]
     return lines
 
 

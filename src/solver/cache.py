@@ -30,7 +30,8 @@ import numpy as np
 from .result import ARRAY_FIELDS, SolveResult
 
 FORMAT = "charge-spark solved table"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+BLOCK_BYTES = 1 << 20  # arrays are checksummed in blocks, so one state can be read and verified alone
 CACHE_ENV = "CHARGE_SPARK_CACHE"
 
 
@@ -57,13 +58,26 @@ def table_path(cache_dir: Path, key: str) -> Path:
     return Path(cache_dir) / f"{key}.npz"
 
 
-def _checksum(arrays: dict[str, np.ndarray]) -> str:
-    digest = hashlib.sha256()
-    for name in ARRAY_FIELDS:
-        a = np.ascontiguousarray(arrays[name])
-        digest.update(f"{name}:{a.dtype.str}:{a.shape}\n".encode())
-        digest.update(a.view(np.uint8).reshape(-1) if a.size else b"")
-    return digest.hexdigest()
+def block_digests(a: np.ndarray) -> list[str]:
+    """Digest of each `BLOCK_BYTES` block of `a`'s bytes (C order)."""
+    raw = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    return [block_digest(raw[i : i + BLOCK_BYTES]) for i in range(0, raw.size, BLOCK_BYTES)]
+
+
+def block_digest(raw: np.ndarray) -> str:
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def array_layout(a: np.ndarray) -> dict:
+    return {"dtype": a.dtype.str, "shape": list(a.shape)}
+
+
+def _whole_figures(result: SolveResult) -> dict:
+    """What a reader of part of the table shows for the whole of it."""
+    try:
+        return {"states": result.table_states, "max_exploitability": result.table_max_exploitability}
+    except ValueError:  # arrays of inconsistent sizes: loading refuses the table anyway
+        return {}
 
 
 def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = None) -> None:
@@ -83,7 +97,9 @@ def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = No
         "bellman_residual": result.bellman_residual,
         "method": result.method,
         "timings": result.timings,
-        "sha256": _checksum(arrays),
+        "arrays": {name: array_layout(a) for name, a in arrays.items()},
+        "blocks": {name: block_digests(a) for name, a in arrays.items()},
+        "whole": _whole_figures(result),
     }
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -112,20 +128,7 @@ def load_table(path: Path, key: str) -> SolveResult:
             names = set(npz.files)
             if "header" not in names:
                 raise DamagedTableError(f"{path}: not a solved table (no header)")
-            header = json.loads(npz["header"].tobytes().decode())
-            if not isinstance(header, dict) or header.get("format") != FORMAT:
-                raise DamagedTableError(f"{path}: not a solved table")
-            if header.get("format_version") != FORMAT_VERSION:
-                raise DamagedTableError(
-                    f"{path}: table format {header.get('format_version')}, this version reads {FORMAT_VERSION}"
-                )
-            if header.get("written_by") != package_version():
-                # Another solver version may compute or store differently: never mix them.
-                raise DamagedTableError(
-                    f"{path}: written by solver {header.get('written_by')}, this is {package_version()}"
-                )
-            if header.get("key") != key:
-                raise DamagedTableError(f"{path}: table of {header.get('key')!r}, expected {key!r}")
+            header = checked_header(path, npz["header"].tobytes(), key)
             missing = [name for name in ARRAY_FIELDS if name not in names]
             if missing:
                 raise DamagedTableError(f"{path}: missing arrays {', '.join(missing)}")
@@ -136,8 +139,9 @@ def load_table(path: Path, key: str) -> SolveResult:
         raise
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError) as error:
         raise DamagedTableError(f"{path}: unreadable ({type(error).__name__}: {error})") from None
-    if _checksum(arrays) != header.get("sha256"):
-        raise DamagedTableError(f"{path}: checksum mismatch (the file was changed or damaged)")
+    for name, a in arrays.items():
+        if array_layout(a) != header["arrays"].get(name) or block_digests(a) != header["blocks"].get(name):
+            raise DamagedTableError(f"{path}: checksum mismatch in {name} (the file was changed or damaged)")
     problem = _inconsistency(arrays)
     if problem:
         raise DamagedTableError(f"{path}: inconsistent arrays ({problem})")
@@ -153,6 +157,25 @@ def load_table(path: Path, key: str) -> SolveResult:
         )
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise DamagedTableError(f"{path}: malformed header ({error})") from None
+
+
+def checked_header(path: Path, raw: bytes, key: str) -> dict:
+    """The table's header, checked for format, version, solver and key."""
+    header = json.loads(raw.decode())
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise DamagedTableError(f"{path}: not a solved table")
+    if header.get("format_version") != FORMAT_VERSION:
+        raise DamagedTableError(
+            f"{path}: table format {header.get('format_version')}, this version reads {FORMAT_VERSION}"
+        )
+    if header.get("written_by") != package_version():
+        # Another solver version may compute or store differently: never mix them.
+        raise DamagedTableError(f"{path}: written by solver {header.get('written_by')}, this is {package_version()}")
+    if header.get("key") != key:
+        raise DamagedTableError(f"{path}: table of {header.get('key')!r}, expected {key!r}")
+    if not isinstance(header.get("arrays"), dict) or not isinstance(header.get("blocks"), dict):
+        raise DamagedTableError(f"{path}: malformed header (no array layout or checksums)")
+    return header
 
 
 def _inconsistency(a: dict[str, np.ndarray]) -> str | None:

@@ -34,7 +34,7 @@ from .cache import CACHE_ENV, default_cache_dir, table_path
 from .graph import GraphTooLargeError
 from .result import SolveResult, StateAnswer
 from .sweep import SchedulerError, SweepError
-from .tables import cached_table, solved_table
+from .tables import solved_table, stored_part
 
 USER_ERRORS = (  # and OutputError, below
     RulesError, PositionError, UnknownCardError, GraphTooLargeError, SchedulerError, SweepError,
@@ -147,20 +147,27 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
     """Solve every state reachable from the start and store the table in the cache."""
     rule_set = rules_in_force(rules_file, overrides)
     started = time.perf_counter()
-    table = solved_table(
-        rule_set, cache_dir, force=force, max_states=max_states, show_progress=sys.stderr.isatty(), warn=warn,
-    )
-    result, path, reused, code, key = table.result, table.path, table.reused, table.start, table.fingerprint
+    key = fingerprint(rule_set)
+    path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
+    code = ChargeSparkGame(rule_set).encode(initial_position(rule_set))
+    # Already solved: read what the summary shows, not the whole table.
+    result = None if force else stored_part(path, key, code, ReferenceChargeSparkGame(rule_set), warn)
+    reused = result is not None
+    if result is None:
+        table = solved_table(
+            rule_set, cache_dir, force=force, max_states=max_states, show_progress=sys.stderr.isatty(), warn=warn,
+        )
+        result, path, reused = table.result, table.path, table.reused
     game = ReferenceChargeSparkGame(rule_set) if reused else ChargeSparkGame(rule_set)
     answer = result.answer(code, game)
-    verdict = "ok" if result.max_exploitability <= CERTIFICATE_BOUND else "FAILED"
+    verdict = "ok" if result.table_max_exploitability <= CERTIFICATE_BOUND else "FAILED"
     lines = [
         f"rules        {rule_set.name or '(unnamed)'}  [fingerprint {key}]",
         f"changed      {rules_difference(rule_set)}",
-        f"states       {result.num_states:,}",
+        f"states       {result.table_states:,}",
         f"value        {answer.value:.12f} at the start (to P1)",
         f"certificate  exploitability at the start {answer.exploitability:.2e}, largest over all states"
-        f" {result.max_exploitability:.2e} ({verdict}, bound {CERTIFICATE_BOUND:.0e});"
+        f" {result.table_max_exploitability:.2e} ({verdict}, bound {CERTIFICATE_BOUND:.0e});"
         f" largest Bellman residual {result.bellman_residual:.2e}",
         f"table        {path} ({path.stat().st_size / 1e6:,.1f} MB)"
         + ("  [already solved; --force to solve again]" if reused else ""),
@@ -208,9 +215,8 @@ def answer_at(
     code = game.encode(position)
     key = fingerprint(rule_set)
     path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
-    result = cached_table(path, key, warn)
-    if result is not None and not contains(result, code):
-        result = None
+    # Only the state and its successors are read: a stored table can be gigabytes.
+    result = stored_part(path, key, code, ReferenceChargeSparkGame(rule_set), warn)
     source = path if result is not None else None
     if result is None:
         from .solve import solve_from
@@ -434,14 +440,6 @@ def write_text_atomically(path: Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def contains(result: SolveResult, code: int) -> bool:
-    try:
-        result.index_of(code)
-    except KeyError:
-        return False
-    return True
-
-
 def query_json(rule_set: RuleSet, position: str, answer: StateAnswer, result: SolveResult) -> dict:
     return {
         "rules": canonical_mapping(rule_set),
@@ -461,8 +459,8 @@ def query_json(rule_set: RuleSet, position: str, answer: StateAnswer, result: So
             "p1_guarantee": answer.p1_guarantee,
             "p2_guarantee": answer.p2_guarantee,
             "bellman_residual": result.bellman_residual,
-            "max_exploitability_all_states": result.max_exploitability,
-            "states": result.num_states,
+            "max_exploitability_all_states": result.table_max_exploitability,
+            "states": result.table_states,
             "method": result.method,
             "seconds": {phase: round(seconds, 3) for phase, seconds in result.timings.items()},
         },
@@ -491,7 +489,7 @@ def _strategy_line(strategy: dict[str, float]) -> str:
 
 
 def timing_line(result: SolveResult, elapsed: float) -> str:
-    n = result.num_states
+    n = result.table_states
     t = result.timings
     parts = [f"{elapsed:.1f} s in all"]
     for phase in ("enumerate", "solve", "certify"):
@@ -534,7 +532,7 @@ def query_text(
         f"certificate  exploitability {answer.exploitability:.2e} ({verdict}, bound {CERTIFICATE_BOUND:.0e}):"
         f" P1's strategy guarantees {answer.p1_guarantee:.12f}, P2's {answer.p2_guarantee:.12f}",
         f"             largest Bellman residual {result.bellman_residual:.2e}; largest exploitability"
-        f" over all {result.num_states:,} states {result.max_exploitability:.2e}",
+        f" over all {result.table_states:,} states {result.table_max_exploitability:.2e}",
         f"             {timing_line(result, elapsed) if source is None else f'answered in {elapsed:.2f} s from the solved table {source}'}",
         f"             method: {result.method}",
     ]

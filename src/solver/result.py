@@ -64,6 +64,18 @@ class SolveResult:
     method: str
     timings: dict[str, float] = field(default_factory=dict)
     graph: GameGraph | None = None
+    whole_states: int | None = None  # set when this holds only part of a stored table ...
+    whole_max_exploitability: float | None = None  # ... with that table's figures
+
+    @property
+    def table_states(self) -> int:
+        """States in the whole solved table (this result may hold a part of it)."""
+        return self.num_states if self.whole_states is None else self.whole_states
+
+    @property
+    def table_max_exploitability(self) -> float:
+        """The largest exploitability over the whole solved table."""
+        return self.max_exploitability if self.whole_max_exploitability is None else self.whole_max_exploitability
 
     @property
     def num_states(self) -> int:

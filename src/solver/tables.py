@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from rules.charge_spark.config import RuleSet, canonical_mapping, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.size import estimate_reachable
@@ -18,6 +20,7 @@ from rules.charge_spark.state import initial_position
 
 from .cache import DamagedTableError, default_cache_dir, load_table, quarantine, save_table, table_lock, table_path
 from .result import SolveResult
+from .table_reader import TableReader
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,33 @@ def cached_table(path: Path, key: str, warn: Callable[[str], None] | None = None
     `warn`, moved aside and ignored."""
     try:
         return load_table(path, key)
+    except FileNotFoundError:
+        return None
+    except DamagedTableError as error:
+        moved = quarantine(path)
+        if warn is not None:
+            warn(f"{error}; moved aside to {moved.name}, recomputing")
+        return None
+
+
+def stored_part(
+    path: Path, key: str, code: int, game, warn: Callable[[str], None] | None = None,
+) -> SolveResult | None:
+    """What the stored table at `path` knows at state `code` and its successors
+    (enough for `SolveResult.answer`), read without loading the whole table;
+    None if no sound table there holds `code`. A damaged one is reported
+    through `warn` and moved aside."""
+    try:
+        reader = TableReader(path, key)
+        try:
+            reader.index_of(code)
+        except KeyError:
+            return None
+        nxt = np.asarray(game.expand(np.array([code], np.int64)).out_next)
+        try:
+            return reader.part(np.concatenate([[code], np.unique(nxt[nxt >= 0])]))
+        except KeyError:
+            raise DamagedTableError(f"{path}: a successor of a stored state is missing") from None
     except FileNotFoundError:
         return None
     except DamagedTableError as error:

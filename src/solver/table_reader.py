@@ -1,0 +1,131 @@
+"""A stored table opened without reading it: the few states a query needs.
+
+A table of the default rules is gigabytes; a query needs one state and its
+successors. The arrays are memory-mapped straight out of the `.npz` (stored
+uncompressed), and every block of `cache.BLOCK_BYTES` is checked against the
+header's digest the first time anything in it is read, so a damaged file is
+still never used: it raises `DamagedTableError` like a full load.
+"""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from .cache import BLOCK_BYTES, DamagedTableError, block_digest, checked_header
+from .result import ARRAY_FIELDS, SolveResult
+
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local file header
+
+
+class TableReader:
+    """Read-only, verified access to a stored table's arrays, a few elements at a time."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path = Path(path)
+        self._verified: dict[str, set[int]] = {}
+        try:
+            with zipfile.ZipFile(self.path) as archive:
+                members = {info.filename: info for info in archive.infolist()}
+                if "header.npy" not in members:
+                    raise DamagedTableError(f"{self.path}: not a solved table (no header)")
+                with archive.open("header.npy") as f:
+                    raw = np.lib.format.read_array(f, allow_pickle=False).tobytes()
+            self.header = checked_header(self.path, raw, key)
+            self._arrays = {name: self._map(members, name) for name in ARRAY_FIELDS}
+        except (DamagedTableError, FileNotFoundError):
+            raise
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError, struct.error) as error:
+            raise DamagedTableError(f"{self.path}: unreadable ({type(error).__name__}: {error})") from None
+        self.num_states = int(self._arrays["states"].shape[0])
+
+    def _map(self, members: dict, name: str) -> np.ndarray:
+        info = members.get(f"{name}.npy")
+        if info is None:
+            raise DamagedTableError(f"{self.path}: missing array {name}")
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise DamagedTableError(f"{self.path}: {name} is compressed, tables are stored plain")
+        with open(self.path, "rb") as f:
+            f.seek(info.header_offset)
+            fields = _LOCAL_HEADER.unpack(f.read(_LOCAL_HEADER.size))
+            if fields[0] != b"PK\x03\x04":
+                raise DamagedTableError(f"{self.path}: {name} has no zip header")
+            f.seek(info.header_offset + _LOCAL_HEADER.size + fields[-2] + fields[-1])
+            version = np.lib.format.read_magic(f)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read_header(f)
+            offset = f.tell()
+        if fortran or dtype.hasobject:
+            raise DamagedTableError(f"{self.path}: {name} is not a plain C-ordered array")
+        if {"dtype": dtype.str, "shape": list(shape)} != self.header["arrays"].get(name):
+            raise DamagedTableError(f"{self.path}: {name} does not match the header's layout")
+        if offset + int(np.prod(shape)) * dtype.itemsize > self.path.stat().st_size:
+            raise DamagedTableError(f"{self.path}: truncated in {name}")
+        if int(np.prod(shape)) == 0:
+            return np.empty(shape, dtype)
+        return np.memmap(self.path, dtype=dtype, mode="r", offset=offset, shape=tuple(shape))
+
+    def take(self, name: str, lo: int, hi: int) -> np.ndarray:
+        """A copy of `name[lo:hi]` (along the first axis), every block it touches verified."""
+        a = self._arrays[name]
+        if not 0 <= lo <= hi <= a.shape[0]:
+            raise IndexError(f"{name}[{lo}:{hi}] out of range")
+        row = a.dtype.itemsize * (int(np.prod(a.shape[1:])) if a.ndim > 1 else 1)
+        first, last = lo * row // BLOCK_BYTES, max(lo, hi * row - 1) // BLOCK_BYTES
+        seen = self._verified.setdefault(name, set())
+        raw = a.reshape(-1).view(np.uint8) if a.size else np.empty(0, np.uint8)
+        digests = self.header["blocks"].get(name, [])
+        for block in range(first, last + 1):
+            if block in seen or hi == lo:
+                continue
+            if block >= len(digests) or block_digest(raw[block * BLOCK_BYTES : (block + 1) * BLOCK_BYTES]) != digests[block]:
+                raise DamagedTableError(f"{self.path}: checksum mismatch in {name} (the file was changed or damaged)")
+            seen.add(block)
+        return np.array(a[lo:hi])
+
+    def index_of(self, code: int) -> int:
+        """Index of the state `code`; KeyError if the table does not hold it."""
+        lo, hi = 0, self.num_states
+        while lo < hi:  # binary search, reading one state per probe
+            mid = (lo + hi) // 2
+            if int(self.take("states", mid, mid + 1)[0]) < code:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo >= self.num_states or int(self.take("states", lo, lo + 1)[0]) != code:
+            raise KeyError(code)
+        return lo
+
+    def part(self, codes: np.ndarray) -> SolveResult:
+        """A `SolveResult` holding only the states `codes` (each must be in the
+        table), with the whole table's size and certificate."""
+        index = np.array(sorted({self.index_of(int(c)) for c in codes}), np.int64)
+        per_state = {
+            name: np.concatenate([self.take(name, i, i + 1) for i in index]) if index.size else self.take(name, 0, 0)
+            for name in ("states", "values", "terminal_probability", "unending_probability", "p1_guarantee", "p2_guarantee")
+        }
+        sides = {}
+        for side in ("row", "col"):
+            bounds = [self.take(f"{side}_ptr", i, i + 2) for i in index]
+            sides[f"{side}_ptr"] = np.concatenate([[0], np.cumsum([b[1] - b[0] for b in bounds])]).astype(np.int64)
+            for field in ("actions", "strategy"):
+                name = f"{side}_{field}"
+                parts = [self.take(name, int(b[0]), int(b[1])) for b in bounds]
+                sides[name] = np.concatenate(parts) if parts else self.take(name, 0, 0)
+        h = self.header
+        whole = h.get("whole", {})
+        return SolveResult(
+            **per_state, **sides,
+            terminal_payoff=self.take("terminal_payoff", 0, self._arrays["terminal_payoff"].shape[0]),
+            terminal_labels=tuple(h["terminal_labels"]),
+            action_labels=tuple(h["action_labels"]),
+            unending_payoff=float(h["unending_payoff"]),
+            bellman_residual=float(h["bellman_residual"]),
+            method=str(h["method"]),
+            timings={str(k): float(v) for k, v in h["timings"].items()},
+            whole_states=int(whole.get("states", self.num_states)),
+            whole_max_exploitability=float(whole.get("max_exploitability", float("nan"))),
+        )
