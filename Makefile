@@ -2,7 +2,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-all clean
+.PHONY: install report test test-all clean
+
+# The balance report of the printed rules (progress on stderr; a second run reuses the cache).
+report: $(STAMP)
+	$(VENV)/bin/charge-spark report --out reports/charge-and-spark.html
+
 
 install: $(STAMP)
 
@@ -12,10 +17,24 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,crosscheck]'
 	touch $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PY) -m pytest -q
 
-test-all: $(STAMP)
+# The report's browser test drives Debian's chromium; installed here when it
+# can be (root with apt-get). Without it that one test is skipped, with the reason.
+.PHONY: browser
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium for the report's browser test"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || \
+	    echo "could not install chromium: the browser test will be skipped"; \
+	  else \
+	    echo "chromium is missing and cannot be installed here (needs root and apt-get): the browser test will be skipped"; \
+	  fi; }
+
+test-all: $(STAMP) browser
 	$(PY) -m pytest -q -m ''
 
 clean:

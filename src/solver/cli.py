@@ -20,6 +20,7 @@ from rules.charge_spark.config import (
     RulesError,
     apply_overrides,
     canonical_mapping,
+    differences_from_default,
     fingerprint,
     load_rules,
     rules_to_toml,
@@ -239,6 +240,38 @@ def answer_at(
     return answer, result, source
 
 
+@main.command()
+@rules_options
+@cache_options
+@click.option("--out", "output", type=click.Path(dir_okay=False), default=None,
+              help="Write the report here (default: reports/charge-and-spark.html for the printed rules,"
+                   " reports/charge-and-spark-FINGERPRINT.html otherwise).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Solves run at once (default 2: each holds its whole game in memory).")
+def report(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, output: str | None,
+           workers: int | None) -> None:
+    """Write the HTML balance report of the rules in force (one self-contained file)."""
+    from .report.build import build_report
+    from .report.render import render_report
+
+    rule_set = rules_in_force(rules_file, overrides)
+    path = Path(output) if output else default_report_path(rule_set)
+    started = time.perf_counter()
+    note = lambda message: click.echo(f"report: {printable(message)}", err=True)  # noqa: E731
+    built = build_report(rule_set, cache_dir, workers=workers, show_progress=sys.stderr.isatty(), log=note)
+    if not output:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(path, render_report(built))
+    click.echo(f"wrote {path} in {time.perf_counter() - started:.1f} s")
+
+
+def default_report_path(rule_set: RuleSet) -> Path:
+    """One file per rule set, so reports of different rules never overwrite each other."""
+    key = fingerprint(rule_set)
+    suffix = "" if key == fingerprint(RuleSet()) else f"-{key}"
+    return Path("reports") / f"charge-and-spark{suffix}.html"
+
+
 @main.command("export-nfg")
 @click.argument("position")
 @rules_options
@@ -442,25 +475,9 @@ def query_json(rule_set: RuleSet, position: str, answer: StateAnswer, result: So
     }
 
 
-def _flat(mapping: dict, prefix: str = "") -> dict[str, object]:
-    flat: dict[str, object] = {}
-    for key, value in mapping.items():
-        if isinstance(value, dict):
-            flat.update(_flat(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def rules_difference(rule_set: RuleSet) -> str:
     """The keys that differ from the printed rules, as KEY=VALUE."""
-    default = _flat(canonical_mapping(RuleSet()))
-    changed = [
-        f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}"
-        for key, value in _flat(canonical_mapping(rule_set)).items()
-        if key != "name" and default.get(key) != value
-    ]
-    return " ".join(changed) or "none"
+    return " ".join(differences_from_default(rule_set)) or "none"
 
 
 def wins(answer: StateAnswer, seat: str) -> float:

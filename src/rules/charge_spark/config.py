@@ -368,6 +368,26 @@ def canonical_mapping(rules: RuleSet) -> dict[str, Any]:
     }
 
 
+def _flat(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def differences_from_default(rules: RuleSet) -> list[str]:
+    """Each game key that differs from the printed rules, as KEY=VALUE (dotted keys)."""
+    default = _flat(canonical_mapping(RuleSet()))
+    return [
+        f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}"
+        for key, value in _flat(canonical_mapping(rules)).items()
+        if key != "name" and default.get(key) != value
+    ]
+
+
 def fingerprint(rules: RuleSet) -> str:
     """12 hex digits identifying the game the rules define (the name is ignored)."""
     game = {key: value for key, value in canonical_mapping(rules).items() if key in GAME_KEYS}

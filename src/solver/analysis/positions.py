@@ -1,0 +1,92 @@
+"""A handful of telling positions, each the most frequent of its kind under
+optimal play (by expected visits from the start), with the stage game there.
+
+Each kind is a test on position fields (vectorised over the table's states);
+where optimal play never reaches one, the first such position in the table is
+shown instead, and a kind the table holds no position of is left out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from rules.charge_spark.cards import Card
+from rules.charge_spark.config import RuleSet
+from rules.charge_spark.state import PositionCodec, player_digits, rest_code, RestCard
+
+from ..result import SolveResult, StateAnswer
+
+Digits = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Situation:
+    title: str
+    why: str
+    """What makes the position interesting, for a reader."""
+    test: Callable[[Digits, Digits], np.ndarray]
+    """P1's and P2's digit arrays -> which states are of this kind."""
+
+
+@dataclass(frozen=True)
+class AnnotatedPosition:
+    title: str
+    why: str
+    code: int
+    frequency: float
+    """Expected visits under the reported strategies (0: optimal play never gets here)."""
+    answer: StateAnswer
+
+
+def situations(rules: RuleSet) -> list[Situation]:
+    """The kinds of position the report annotates, under `rules`."""
+    moon = rules.moves_to_moon
+    lightning_battery, lightning_disc = rules.cost(Card.LIGHTNING)
+    lightning_rest = rest_code(RestCard(Card.LIGHTNING))
+    kinds = [
+        Situation("Opening", "The first turn: both players at the start.",
+                  lambda p1, p2: (p1["progress"] == 0) & (p1["rest"] == 0) & (p2["rest"] == 0)),
+        Situation("Out of battery", "P1 has no face-up Battery: no Spark, Lightning or Copy this turn.",
+                  lambda p1, p2: p1["battery"] == 0),
+        Situation("One step from the moon", "P1's next uncancelled Move wins at the moon.",
+                  lambda p1, p2: p1["progress"] == moon - 1),
+        Situation(
+            "Facing Lightning",
+            "P2 can play Lightning, and it would knock P1 out unless P1 blocks or counters it.",
+            lambda p1, p2: (p2["battery"] >= lightning_battery) & (p2["disc"] >= lightning_disc)
+            & (p2["rest"] != lightning_rest) & (p1["health"] <= rules.damage_of(Card.LIGHTNING)),
+        ),
+    ]
+    if Card.COPY in rules.bonus_cards:
+        codec = PositionCodec(rules)
+        k = codec.bonus_kinds.index(Card.COPY)
+        below = int(np.prod(codec.bonus_radix[k + 1 :]))
+        radix = codec.bonus_radix[k]
+        kinds.append(Situation(
+            "Holding Copy", "P1 has Copy in hand: it acts as the card in P1's rest zone, for Copy's own cost.",
+            lambda p1, p2: (p1["bonus"] // below) % radix > 0,
+        ))
+    return kinds
+
+
+def annotated_positions(
+    rules: RuleSet, result: SolveResult, visits: np.ndarray, answer: Callable[[int], StateAnswer],
+) -> list[AnnotatedPosition]:
+    """Each situation's most visited position (`visits` per state index of
+    `result`), never one already shown for an earlier situation."""
+    codec = PositionCodec(rules)
+    p1 = player_digits(codec, result.states, 0)
+    p2 = player_digits(codec, result.states, 1)
+    shown = []
+    taken = np.zeros(result.num_states, bool)
+    for situation in situations(rules):
+        where = np.nonzero(situation.test(p1, p2) & ~taken)[0]
+        if where.size == 0:
+            continue
+        i = int(where[np.argmax(visits[where])])  # the first of them if none is ever visited
+        taken[i] = True
+        code = int(result.states[i])
+        shown.append(AnnotatedPosition(situation.title, situation.why, code, float(visits[i]), answer(code)))
+    return shown

@@ -1,0 +1,113 @@
+"""Restricted play: the game in which P1 may not play one action, solved
+through a wrapper that filters P1's actions (the rules engine is untouched)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rules.charge_spark.config import RuleSet
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.state import initial_position
+
+from ..protocol import StochasticGame
+from .parallel import run_all
+
+
+class WithoutRowAction:
+    """`game` with P1's action `banned` removed wherever P1 has another
+    legal action; where it is P1's only legal action it stays allowed (a
+    player must play a card)."""
+
+    def __init__(self, game: StochasticGame, banned: int) -> None:
+        self.game = game
+        self.banned = int(banned)
+        self.action_labels = game.action_labels
+        self.terminal_labels = game.terminal_labels
+        self.terminal_payoff = game.terminal_payoff
+        self.unending_payoff = game.unending_payoff
+        if hasattr(game, "progress_rank"):
+            # Barring actions adds no transition, so the game's progress rank still holds (rank-by-rank solve).
+            self.progress_rank = game.progress_rank
+
+    def expand(self, codes: np.ndarray):
+        e = self.game.expand(codes)
+        row_count = np.asarray(e.row_count, np.int64)
+        col_count = np.asarray(e.col_count, np.int64)
+        row_actions = np.asarray(e.row_actions)
+        row_state = np.repeat(np.arange(row_count.size), row_count)
+        banned = row_actions == self.banned
+        only_choice = row_count[row_state] == 1
+        keep_row = ~banned | only_choice
+        # Cells are row-major: each row's cells are col_count of its state.
+        keep_cell = np.repeat(keep_row, col_count[row_state])
+        out_count = np.asarray(e.out_count, np.int64)
+        keep_out = np.repeat(keep_cell, out_count)
+        return _Expansion(
+            row_count=np.bincount(row_state[keep_row], minlength=row_count.size).astype(np.int64),
+            row_actions=row_actions[keep_row],
+            col_count=col_count,
+            col_actions=np.asarray(e.col_actions),
+            out_count=out_count[keep_cell],
+            out_next=np.asarray(e.out_next)[keep_out],
+            out_prob=np.asarray(e.out_prob)[keep_out],
+        )
+
+    def swap(self, codes: np.ndarray) -> None:
+        """None: with one side restricted the game is no longer symmetric between seats."""
+        return None
+
+    def encode(self, position) -> int:
+        return self.game.encode(position)
+
+
+class _Expansion:
+    def __init__(self, **arrays) -> None:
+        self.__dict__.update(arrays)
+
+
+@dataclass(frozen=True)
+class RestrictedValue:
+    card: str
+    value: float
+    """Value at the start (to P1) when P1 may not play `card`."""
+    p1_win: float
+    """P(P1 wins) under the restricted game's reported strategies."""
+    error: str | None = None
+    """Why the restricted game could not be solved (the numbers are then nan)."""
+
+
+@dataclass(frozen=True)
+class _Job:
+    rules: RuleSet
+    card: str
+
+
+def value_without(job: _Job) -> RestrictedValue:
+    """Solve the game from the start with P1 barred from `job.card` (or say why it could not be)."""
+    try:
+        return _value_without(job)
+    except Exception as error:  # noqa: BLE001 - shown in the report rather than losing every other card
+        return RestrictedValue(job.card, float("nan"), float("nan"), f"{type(error).__name__}: {error}")
+
+
+def _value_without(job: _Job) -> RestrictedValue:
+    from ..solve import solve_from
+
+    game = ChargeSparkGame(job.rules)
+    start = game.encode(initial_position(job.rules))
+    banned = game.action_labels.index(job.card)
+    result = solve_from(WithoutRowAction(game, banned), [start], show_progress=False)
+    i = result.index_of(start)
+    wins = [t for t, label in enumerate(result.terminal_labels) if label.startswith("P1 wins")]
+    return RestrictedValue(job.card, float(result.values[i]), float(result.terminal_probability[i, wins].sum()))
+
+
+def restricted_values(
+    rules: RuleSet, cards: Sequence[str], *, workers: int | None = None, show_progress: bool = False,
+) -> list[RestrictedValue]:
+    """`value_without` for each card, in parallel."""
+    jobs = [_Job(rules, card) for card in cards]
+    return run_all(value_without, jobs, workers=workers, description="restricted play", show_progress=show_progress)

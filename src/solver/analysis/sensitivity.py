@@ -1,0 +1,216 @@
+"""Sensitivity: the start of the game under small changes of the rules.
+
+The variants are built from the rules in force (the report's baseline): each
+printed cost and damage one up and one down, the other start-battery reading,
+the board one space shorter and longer, the other Recovery reading, and a
+handicap (P1 starts one Health down), which is a start position, not a rule
+set. A variant the rules refuse is listed with the reason."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from rules.charge_spark.cards import Card
+from rules.charge_spark.config import RuleSet, RulesError, apply_overrides, fingerprint
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.notation import parse_position
+
+from ..certify import expected_length_and_distribution
+from ..graph import GraphTooLargeError, build_graph
+from ..summary import UNENDING, StartSummary, summarise_start
+from ..tables import solved_table
+from .parallel import default_workers, run_all
+
+START_BATTERY_READINGS = (0, 2)  # the French page and the English rulebook
+RECOVERY_READINGS = ("battery+disc", "battery")
+TILE_KINDS = ("battery", "disc")
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    """What changes, for a reader: "lightning costs 3 battery (2)"."""
+    setting: str
+    """How to ask for it: `--set KEY=VALUE`, or the start position."""
+    rules: RuleSet
+    start: str | None = None
+    """Position notation of the start, when the variant is a start position rather than a rule set."""
+    key: str = ""
+    """The rules key changed ("" for a start position)."""
+    step: int = 0
+    """+1 or -1 for a number moved up or down, else 0."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    label: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class VariantSummary:
+    """What a variant comes to at its start (the numbers a sweep row holds)."""
+
+    value: float
+    outcomes: dict[str, float]
+    expected_length: float
+    seconds: float
+    reused: bool
+    length_pmf: tuple[float, ...] = field(default=(), repr=False)
+
+    @classmethod
+    def of(cls, summary: StartSummary, seconds: float, reused: bool) -> "VariantSummary":
+        return cls(summary.value, dict(summary.outcomes), summary.expected_length, seconds, reused,
+                   tuple(float(p) for p in summary.length_pmf))
+
+    def wins(self, seat: str) -> float:
+        return sum(p for label, p in self.outcomes.items() if label.startswith(f"{seat} wins"))
+
+    def by(self, how: str) -> float:
+        """P(either player wins `how`: "by knock-out" or "at the moon")."""
+        return sum(p for label, p in self.outcomes.items() if label.endswith(how))
+
+
+def sensitivity_variants(rules: RuleSet) -> tuple[list[Variant], list[Skipped]]:
+    """The variants of `rules` the report compares (see the module docstring)."""
+    candidates: list[tuple[str, str, str | None, int]] = []  # label, KEY=VALUE or start position, key, step
+    playable = [card for card in Card if not card.is_bonus or card in rules.bonus_cards]
+    for card in playable:
+        for kind, amount in zip(TILE_KINDS, rules.cost(card)):
+            if amount == 0:
+                continue
+            for new in (amount - 1, amount + 1):
+                key = f"cost.{card.label}.{kind}"
+                candidates.append((f"{card.label} costs {new} {kind} ({amount})", f"{key}={new}", key, new - amount))
+    for card in playable:
+        if card.is_attack:
+            amount = rules.damage_of(card)
+            for new in (amount - 1, amount + 1):
+                key = f"damage.{card.label}"
+                candidates.append((f"{card.label} deals {new} ({amount})", f"{key}={new}", key, new - amount))
+    for new in START_BATTERY_READINGS:
+        if new != rules.start_battery:
+            candidates.append((f"start battery {new} ({rules.start_battery})", f"start_battery={new}", "start_battery",
+                               1 if new > rules.start_battery else -1))
+    for board, step in ((shorter_board(rules.board), -1), (longer_board(rules.board), 1)):
+        if board is not None:
+            candidates.append((f"board {board} ({rules.board})", f"board={board}", "board", step))
+    if Card.RECOVERY in rules.bonus_cards:
+        for reading in RECOVERY_READINGS:
+            if reading != rules.recovery:
+                candidates.append((f"Recovery gives {reading} ({rules.recovery})", f"recovery={reading}", "recovery", 0))
+    variants, skipped = [], []
+    handicap_label = f"P1 starts with Health {rules.health - 1} ({rules.health})"
+    if rules.health > 1:
+        candidates.append((handicap_label, f"h{rules.health - 1} / ", None, -1))
+    else:
+        skipped.append(Skipped(handicap_label, "not possible: the rules start each player at Health 1"))
+
+    base = replace(rules, name="")
+    for label, setting, key, step in candidates:
+        try:
+            if key is None:
+                parse_position(setting, base)
+                variants.append(Variant(label, f"start at '{setting}'", base, setting, "", step))
+            else:
+                variants.append(Variant(label, f"--set {setting}", apply_overrides(base, [setting]), None, key, step))
+        except (RulesError, ValueError) as error:
+            skipped.append(Skipped(label, str(error)))
+    return variants, skipped
+
+
+def shorter_board(board: str) -> str | None:
+    """One space fewer: the last plain space, else the last star; None for a board with no space."""
+    inner = board[1:-1]
+    if not inner:
+        return None
+    at = inner.rfind(".") if "." in inner else inner.rfind("*")
+    return "S" + inner[:at] + inner[at + 1 :] + "M"
+
+
+def longer_board(board: str) -> str:
+    """One plain space more, right after the start."""
+    return "S." + board[1:]
+
+
+@dataclass(frozen=True)
+class _Job:
+    variant: Variant
+    cache_dir: str | None
+
+
+def summarise_variants(
+    variants: Sequence[Variant], cache_dir: Path | str | None, *, workers: int | None = None,
+    show_progress: bool = False,
+) -> list[VariantSummary | Skipped]:
+    """Each variant's start summary (or why it could not be solved): rule sets
+    as a sweep (on a local Dask cluster, through their cached solved tables),
+    then start positions, solved from there in a process pool; never more
+    than `workers` solves at once."""
+    answers: dict[int, VariantSummary | Skipped] = {}
+    rule_sets = [(i, v) for i, v in enumerate(variants) if v.start is None]
+    if rule_sets:
+        from ..sweep import run_sweep
+
+        finished = {}
+        try:
+            run_sweep(
+                [v.rules for _, v in rule_sets], workers=workers or default_workers(), cache_dir=cache_dir, retries=0,
+                on_row=lambda row: finished.__setitem__(row.index, row), show_progress=show_progress,
+            )
+        except Exception:  # noqa: BLE001 - a solve that failed every retry; the rest are redone one by one below
+            pass
+        for k, (i, variant) in enumerate(rule_sets):
+            row = finished.get(k)
+            if row is not None:
+                answers[i] = Skipped(variant.label, row.error) if row.error else VariantSummary(
+                    row.value, dict(row.outcomes), row.expected_length, row.solve_seconds, row.reused,
+                )
+    # Start positions, and any rule set the sweep could not finish (then its failure is reported).
+    rest = [(i, v) for i, v in enumerate(variants) if i not in answers]
+    jobs = [_Job(v, str(cache_dir) if cache_dir else None) for _, v in rest]
+    done = run_all(summarise_variant, jobs, workers=workers, description="other variants", show_progress=show_progress)
+    answers.update((i, answer) for (i, _), answer in zip(rest, done))
+    return [answers[i] for i in range(len(variants))]
+
+
+def summarise_variant(job: _Job) -> VariantSummary | Skipped:
+    """The variant's summary, or why it could not be solved (too large, or the solver failed)."""
+    try:
+        return _summary(job)
+    except GraphTooLargeError as error:
+        return Skipped(job.variant.label, str(error))
+    except Exception as error:  # noqa: BLE001 - shown in the report rather than losing every other variant
+        return Skipped(job.variant.label, f"the solve failed: {type(error).__name__}: {error}")
+
+
+def _summary(job: _Job) -> VariantSummary:
+    started = time.perf_counter()
+    variant = job.variant
+    if variant.start is None:
+        table = solved_table(variant.rules, job.cache_dir)
+        return VariantSummary.of(summarise_start(table), time.perf_counter() - started, table.reused)
+    return VariantSummary.of(summary_from(variant.rules, variant.start), time.perf_counter() - started, False)
+
+
+def summary_from(rules: RuleSet, start: str, max_turns: int = 200) -> StartSummary:
+    """The start summary of play from the position `start` (solved now, not stored)."""
+    from ..solve import solve_from
+
+    game = ChargeSparkGame(rules)
+    code = game.encode(parse_position(start, rules))
+    result = solve_from(game, [code], show_progress=False)
+    i = result.index_of(code)
+    outcomes = {label: float(result.terminal_probability[i, t]) for t, label in enumerate(result.terminal_labels)}
+    outcomes[UNENDING] = float(result.unending_probability[i])
+    graph = result.graph if result.graph is not None else build_graph(game, result.states)  # a rank-by-rank solve keeps none
+    expected, pmf = expected_length_and_distribution(graph, result.row_strategy, result.col_strategy, i, max_turns)
+    return StartSummary(float(result.values[i]), outcomes, expected, pmf)
+
+
+def variant_key(variant: Variant) -> str:
+    """Identity of a variant's answer, for the results cache."""
+    return f"variant:{fingerprint(variant.rules)}:{variant.start or 'start'}"

@@ -1,0 +1,152 @@
+"""The report as one HTML page: the template, its number formats and charts.
+
+Jinja2 with autoescaping on: every string that reaches the page (a rule set's
+name, card and position text) is escaped; charts escape their own text."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from ..analysis.usage import CardStatus
+from . import charts
+from .build import GREEDY, UNIFORM, Report
+
+TEMPLATES = Path(__file__).parent / "templates"
+TURNS_SHOWN = 15  # of the usage-by-turn heat map
+TITLE_CARD = "lightning"  # the card whose cost the findings box answers for
+
+
+def pct(p: float, digits: int = 1) -> str:
+    return "n/a" if p is None or not math.isfinite(p) else f"{100 * p:.{digits}f}%"
+
+
+def signed(x: float, digits: int = 1) -> str:
+    """`x` with its sign, rounding noise shown as +0 rather than -0."""
+    return "n/a" if not math.isfinite(x) else f"{round(x, digits) + 0.0:+,.{digits}f}"
+
+
+def signed_pp(d: float) -> str:
+    """A change of probability, in percentage points."""
+    return "n/a" if not math.isfinite(d) else f"{signed(100 * d)} pp"
+
+
+def num(x: float, digits: int = 4) -> str:
+    return "n/a" if x is None or not math.isfinite(x) else f"{x:,.{digits}f}"
+
+
+def turns(x: float) -> str:
+    return "never ends" if not math.isfinite(x) else f"{x:,.1f}"
+
+
+def median_turn(pmf) -> str:
+    """The turn by which half of all games have ended ("n/a" without a distribution)."""
+    if len(pmf) == 0:
+        return "n/a"
+    reached = np.nonzero(np.cumsum(pmf) >= 0.5)[0]
+    return str(int(reached[0]) + 1) if reached.size else f"over {len(pmf)}"
+
+
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"], default=True),
+        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    )
+    env.filters.update(pct=pct, num=num, turns=turns, signed_pp=signed_pp)
+    return env
+
+
+def render_report(report: Report) -> str:
+    """The whole page."""
+    return _environment().get_template("report.html.j2").render(
+        r=report, charts=report_charts(report), findings=findings(report), median=median_turn,
+        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), CardStatus=CardStatus,
+        UNIFORM=UNIFORM, GREEDY=GREEDY, turns_shown=TURNS_SHOWN,
+    )
+
+
+def _length_chart(pmf, title: str):
+    pmf = np.asarray(pmf)
+    covered = np.nonzero(np.cumsum(pmf) >= pmf.sum() * 0.995)[0]
+    last = int(covered[0]) + 1 if covered.size else len(pmf)
+    last = max(5, min(last, 60))
+    return charts.column_chart(title, list(range(1, last + 1)), list(100 * pmf[:last]), "turn at which the game ends",
+                               "probability (%)", fmt=lambda v: f"{v:g}")
+
+
+def report_charts(r: Report) -> dict:
+    usage = r.usage
+    shown = min(TURNS_SHOWN, usage.by_turn.shape[1])
+    baseline = r.summary
+    labels = [v.label for v, _ in r.variants]
+    out = {
+        "length": _length_chart(r.summary.length_pmf, "How long games last under optimal play"),
+        "usage": charts.bar_chart(
+            "Share of P1's plays going to each card (whole games)", usage.cards, list(100 * usage.overall[0]),
+            "share of P1's cards played (%)", fmt=lambda v: f"{v:.1f}",
+        ),
+        "usage_by_turn": charts.heat_map(
+            "P1's card choice by turn (given the game is still on)", usage.cards, [str(t + 1) for t in range(shown)],
+            (100 * usage.by_turn[0, :shown].T).tolist(), "card", "turn", "% of P1's plays", fmt=lambda v: f"{v:.0f}",
+            low=0.0, high=100.0,
+        ),
+        "restricted": charts.bar_chart(
+            "Change in P1's value when P1 may not play the card", [x.card for x in r.restricted],
+            [100 * (x.value - baseline.value) for x in r.restricted],
+            "change in value to P1 (percentage points)", fmt=signed, signed=True,
+        ),
+        "sensitivity_length": charts.bar_chart(
+            "Change in expected game length from the baseline rules", labels,
+            [s.expected_length - baseline.expected_length for _, s in r.variants],
+            "change in expected length (turns, given the game ends)", fmt=signed, signed=True,
+        ),
+        "sensitivity_knockout": charts.bar_chart(
+            "Change in the share of games won by knock-out", labels,
+            [100 * (s.by("by knock-out") - _by(baseline, "by knock-out")) for _, s in r.variants],
+            "change in P(a player wins by knock-out) (percentage points)", fmt=signed, signed=True,
+        ),
+        "sensitivity_value": charts.bar_chart(
+            "Change in P1's value at the start from the baseline rules", labels,
+            [100 * (s.value - baseline.value) for _, s in r.variants],
+            "change in value to P1 (percentage points)", fmt=signed, signed=True,
+        ),
+        "skill": charts.bar_chart(
+            "P(the simple policy wins), playing P1", [f"{p.name}: {opp}" for p in r.skill for opp in ("vs optimal", "vs best response")],
+            [100 * v for p in r.skill for v in (p.win_vs_optimal, p.win_vs_best_response)],
+            "probability of winning (%)", fmt=lambda v: f"{v:.1f}",
+        ),
+        "positions": [
+            charts.heat_map(
+                f"{a.title}: value to P1 after each pair of cards", a.answer.rows, a.answer.cols, a.answer.matrix,
+                "P1's card", "P2's card", "value to P1 (P(P1 wins) + half P(unending))", fmt=lambda v: f"{v:.2f}",
+            )
+            for _, a in r.positions
+        ],
+    }
+    if r.draws:
+        out["draws"] = charts.bar_chart(
+            "Value of drawing each bonus card, against a random draw", [d.card for d in r.draws],
+            [100 * d.gain for d in r.draws], "value to the drawer, minus a random draw's (percentage points)",
+            fmt=signed, signed=True,
+        )
+    return out
+
+
+def _by(summary, how: str) -> float:
+    return sum(p for label, p in summary.outcomes.items() if label.endswith(how))
+
+
+def findings(r: Report) -> dict:
+    """The answers a designer looks for first."""
+    ranked = sorted((x for x in r.restricted if x.error is None), key=lambda x: x.value)
+    strongest = ranked[0] if ranked else None
+    least = ranked[-1] if ranked else None
+    cost_up = next(
+        ((v, s) for v, s in r.variants if v.key.startswith(f"cost.{TITLE_CARD}.") and v.step > 0), None
+    )
+    return {"strongest": strongest, "least": least, "dead": r.usage.dead, "cost_up": cost_up,
+            "knockout": _by(r.summary, "by knock-out"), "moon": _by(r.summary, "at the moon")}
