@@ -164,3 +164,16 @@ def test_everett_stalemate_is_certified():
     root = game.encode(parse_position("p1 / b0 d0", rules))
     result = solve_from(game, [root], show_progress=False)
     assert result.max_exploitability <= 1e-9
+
+
+@pytest.mark.slow
+def test_a_component_too_closed_for_sparse_lu_is_solved_densely():
+    # With Spark doing no damage, a 4,906-state loop exits with probabilities
+    # below rounding against its own mass: sparse LU calls I - P singular, and
+    # only the dense GTH elimination sees the exits.
+    rules = apply_overrides(RuleSet(), ["board=S*M", "health=1", "damage.spark=0"])
+    game = ChargeSparkGame(rules)
+    root = game.encode(initial_position(rules))
+    result = solve_from(game, [root], show_progress=False)
+    assert result.answer(root, game).value == pytest.approx(0.5, abs=1e-9)
+    assert result.max_exploitability <= 1e-9

@@ -91,6 +91,7 @@ _ITER_TOL = 1e-14  # iterative refinement of big components stops at corrections
 _REFINEMENTS = 8  # ... or after this many steps ...
 _ITER_MAX = 5000  # ... of at most this many BiCGSTAB iterations each
 _GTH_MAX = 4096  # if BiCGSTAB fails, exact dense elimination up to this size (c^2 doubles); sparse LU beyond
+_GTH_LAST_RESORT = 16384  # ... and dense elimination still, up to this size (2 GB), where sparse LU finds I - P singular
 
 
 # --------------------------------------------------------------------------
@@ -455,9 +456,12 @@ def _fallback_solve(c, rows, cols, vals, exitm, rhs, in_r, inf_vec) -> np.ndarra
     ex = np.where(in_r, exitm, 1.0)
     try:
         lu = splu((sp.diags(ex + np.asarray(off.sum(axis=1)).ravel(), format="csr") - off).tocsc())
-    except RuntimeError as err:  # exits below rounding relative to the loop mass
+    except RuntimeError as err:  # exits below rounding relative to the loop mass: only GTH sees them
+        if c <= _GTH_LAST_RESORT:
+            _log.debug("sparse LU found a component of %d states singular; using dense elimination", c)
+            return _dense_solve(c, rows, cols, vals, exitm, rhs.copy(), in_r, inf_vec)
         raise RuntimeError(
-            f"component of {c} states is numerically closed (sparse LU: {err}); raise _GTH_MAX to solve it densely"
+            f"component of {c} states is numerically closed (sparse LU: {err}) and too large for dense elimination"
         ) from err
     ptr, idx, val = off.indptr.astype(np.int64), off.indices.astype(np.int64), off.data.astype(np.float64)
     rhs = rhs.copy()
