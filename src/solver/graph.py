@@ -135,29 +135,40 @@ def _sorted_contains(haystack: np.ndarray, needles: np.ndarray) -> np.ndarray:
     return haystack[at] == needles
 
 
-def build_graph(game, states: np.ndarray, chunk: int = 1 << 16) -> GameGraph:
-    """The `GameGraph` over `states` (sorted, closed under transitions)."""
+def expansion_of(game, states: np.ndarray, chunk: int = 1 << 16) -> dict[str, np.ndarray]:
+    """`game.expand` of `states`, in chunks, joined: one array per field."""
     parts = [game.expand(states[lo : lo + chunk]) for lo in range(0, states.size, chunk)]
-    cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
-    row_count, col_count = cat("row_count"), cat("col_count")
-    out_next = cat("out_next")
-    live = out_next >= 0
-    index = np.searchsorted(states, out_next[live])
-    if index.size and (index.max() >= states.size or np.any(states[index] != out_next[live])):
-        raise ValueError("states are not closed under transitions")
-    out_next[live] = index
+    fields = ("row_count", "row_actions", "col_count", "col_actions", "out_count", "out_next", "out_prob")
+    return {name: np.concatenate([np.asarray(getattr(p, name)) for p in parts]) for name in fields}
+
+
+def graph_of(game, states: np.ndarray, expansion: dict[str, np.ndarray], out_next: np.ndarray) -> GameGraph:
+    """The `GameGraph` of `states` from their expansion, successors already renumbered in `out_next`."""
+    row_count, col_count = expansion["row_count"], expansion["col_count"]
     return GameGraph(
         states=states,
         row_ptr=_ptr(row_count),
-        row_actions=cat("row_actions").astype(np.int16),
+        row_actions=expansion["row_actions"].astype(np.int16),
         col_ptr=_ptr(col_count),
-        col_actions=cat("col_actions").astype(np.int16),
+        col_actions=expansion["col_actions"].astype(np.int16),
         cell_ptr=_ptr(row_count * col_count),
-        out_ptr=_ptr(cat("out_count")),
+        out_ptr=_ptr(expansion["out_count"]),
         out_next=out_next,
-        out_prob=cat("out_prob"),
+        out_prob=expansion["out_prob"].astype(np.float64),
         terminal_payoff=np.asarray(game.terminal_payoff, dtype=np.float64),
         terminal_labels=tuple(game.terminal_labels),
         unending_payoff=float(game.unending_payoff),
         action_labels=tuple(game.action_labels),
     )
+
+
+def build_graph(game, states: np.ndarray, chunk: int = 1 << 16) -> GameGraph:
+    """The `GameGraph` over `states` (sorted, closed under transitions)."""
+    expansion = expansion_of(game, states, chunk)
+    out_next = expansion["out_next"].astype(np.int64)
+    live = out_next >= 0
+    index = np.searchsorted(states, out_next[live])
+    if index.size and (index.max() >= states.size or np.any(states[index] != out_next[live])):
+        raise ValueError("states are not closed under transitions")
+    out_next[live] = index
+    return graph_of(game, states, expansion, out_next)

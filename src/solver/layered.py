@@ -34,7 +34,7 @@ import numpy as np
 from .bracketing import bracket_values, seat_mirror
 from .certify import bellman_residual, best_response_values, outcome_probabilities
 from .components import strongly_connected_components
-from .graph import GameGraph, GraphTooLargeError, _ptr, _sorted_contains
+from .graph import GameGraph, GraphTooLargeError, _ptr, _sorted_contains, expansion_of, graph_of
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,10 +105,8 @@ class LayerGraph:
 
 
 def layer_graph(game, states: np.ndarray, all_states: np.ndarray, chunk: int = 1 << 16) -> LayerGraph:
-    parts = [game.expand(states[lo : lo + chunk]) for lo in range(0, states.size, chunk)]
-    cat = lambda name: np.concatenate([np.asarray(getattr(p, name)) for p in parts])  # noqa: E731
-    row_count, col_count = cat("row_count"), cat("col_count")
-    out_next = cat("out_next").astype(np.int64)
+    expansion = expansion_of(game, states, chunk)
+    out_next = expansion["out_next"].astype(np.int64)
     live = np.flatnonzero(out_next >= 0)
     codes = out_next[live]
     inside = _sorted_contains(states, codes)
@@ -118,24 +116,8 @@ def layer_graph(game, states: np.ndarray, all_states: np.ndarray, chunk: int = 1
     if outside.size and (where.max() >= all_states.size or np.any(all_states[where] != outside)):
         raise ValueError("states are not closed under transitions")
     exits, slot = np.unique(where, return_inverse=True)
-    terminals = len(game.terminal_payoff)
-    out_next[live[~inside]] = -1 - (terminals + slot)
-    graph = GameGraph(
-        states=states,
-        row_ptr=_ptr(row_count),
-        row_actions=cat("row_actions").astype(np.int16),
-        col_ptr=_ptr(col_count),
-        col_actions=cat("col_actions").astype(np.int16),
-        cell_ptr=_ptr(row_count * col_count),
-        out_ptr=_ptr(cat("out_count")),
-        out_next=out_next,
-        out_prob=cat("out_prob").astype(np.float64),
-        terminal_payoff=np.asarray(game.terminal_payoff, np.float64),
-        terminal_labels=tuple(game.terminal_labels),
-        unending_payoff=float(game.unending_payoff),
-        action_labels=tuple(game.action_labels),
-    )
-    return LayerGraph(graph, exits.astype(np.int64))
+    out_next[live[~inside]] = -1 - (len(game.terminal_payoff) + slot)
+    return LayerGraph(graph_of(game, states, expansion, out_next), exits.astype(np.int64))
 
 
 def with_exit_payoffs(layer: LayerGraph, exit_payoff: np.ndarray) -> GameGraph:

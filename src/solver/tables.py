@@ -50,10 +50,14 @@ def cached_table(path: Path, key: str, warn: Callable[[str], None] | None = None
     except FileNotFoundError:
         return None
     except DamagedTableError as error:
-        moved = quarantine(path)
-        if warn is not None:
-            warn(f"{error}; moved aside to {moved.name}, recomputing")
+        _set_aside(path, error, warn)
         return None
+
+
+def _set_aside(path: Path, error: DamagedTableError, warn: Callable[[str], None] | None) -> None:
+    moved = quarantine(path)
+    if warn is not None:
+        warn(f"{error}; moved aside to {moved.name}, recomputing")
 
 
 def stored_part(
@@ -77,9 +81,7 @@ def stored_part(
     except FileNotFoundError:
         return None
     except DamagedTableError as error:
-        moved = quarantine(path)
-        if warn is not None:
-            warn(f"{error}; moved aside to {moved.name}, recomputing")
+        _set_aside(path, error, warn)
         return None
 
 
