@@ -53,3 +53,18 @@ def test_summary_of_a_cached_table_rebuilds_the_same_length(small_summary, tmp_p
     again = summarise_start(reloaded, max_turns=400)
     assert again.expected_length == pytest.approx(summary.expected_length, rel=1e-12)
     np.testing.assert_allclose(again.length_pmf, summary.length_pmf, atol=1e-15)
+
+
+def test_played_graph_holds_what_optimal_play_reaches_and_gives_the_same_length(small_summary):
+    from solver.certify import expected_length_and_distribution
+    from solver.summary import played_graph, transition_graph
+
+    table, summary = small_summary
+    graph, row, col = played_graph(table)
+    assert 1 < graph.num_states < table.result.num_states
+    whole = transition_graph(table)
+    expected, pmf = expected_length_and_distribution(
+        whole, table.result.row_strategy, table.result.col_strategy, table.result.index_of(table.start), 400
+    )
+    assert summary.expected_length == pytest.approx(expected, rel=1e-12)
+    np.testing.assert_allclose(summary.length_pmf, pmf, atol=1e-15)
