@@ -2,7 +2,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install report test test-all clean
+.PHONY: install solve report test test-all clean
+
+# The printed rules solved from the start (about half an hour, a 9.5 GB table in the
+# cache), then the answer at the start, read back from the stored table.
+solve: $(STAMP)
+	$(VENV)/bin/charge-spark solve
+	$(VENV)/bin/charge-spark query start
 
 # The balance report of the printed rules (progress on stderr; a second run reuses the cache).
 report: $(STAMP)

@@ -93,3 +93,15 @@ def test_a_rule_set_that_fits_is_not_refused_even_at_a_tight_limit():
     result = CliRunner().invoke(main, ["solve", *rules, "--max-states", str(exact)])
     assert result.exit_code == 0, result.output
     assert f"states       {exact:,}" in result.output
+
+
+def test_a_report_whose_graph_would_not_fit_stops_before_any_solve(monkeypatch, tmp_path):
+    import solver.solve
+
+    monkeypatch.setattr(solver.solve, "available_memory", lambda: 24e9)
+    started = time.perf_counter()
+    result = CliRunner().invoke(main, ["report", "--out", str(tmp_path / "r.html")])
+    assert time.perf_counter() - started < 20  # no solve was started
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert "the report walks the whole transition graph of the rules in force: about 50,000,000 states" in result.stderr
+    assert not (tmp_path / "r.html").exists()

@@ -68,7 +68,7 @@ class EstimatedTooLargeError(GraphTooLargeError):
     """The estimated reachable state space clearly exceeds the allowed size."""
 
 
-def _about(count: float) -> str:
+def approximate_count(count: float) -> str:
     """A count to two significant figures: 220,000 or 5.8e9."""
     if count < 1e9:
         return f"{float(f'{count:.2g}'):,.0f}"
@@ -76,7 +76,7 @@ def _about(count: float) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
-def _bytes(amount: float) -> str:
+def byte_size(amount: float) -> str:
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
         if amount >= size:
             return f"{amount / size:,.1f} {unit}"
@@ -92,7 +92,7 @@ def refuse_if_estimate_too_large(
     limit = max_states if max_states is not None else fitting_states(per_state)
     if limit is None or estimate <= ESTIMATE_MARGIN * limit:
         return  # may fit: enumeration finds out, under its own guard
-    need = f"about {_about(estimate)} reachable states {where} (~{_bytes(estimate * per_state)}"
+    need = f"about {approximate_count(estimate)} reachable states {where} (~{byte_size(estimate * per_state)}"
     if max_states is not None:
         raise EstimatedTooLargeError(
             f"the rules in force would need {need} at {per_state:,} bytes a state);"
@@ -100,7 +100,7 @@ def refuse_if_estimate_too_large(
         )
     raise EstimatedTooLargeError(
         f"the rules in force would need {need} at {per_state:,} bytes a state);"
-        f" the {available_memory() / 1e9:.1f} GB of memory available holds about {_about(limit)}"
+        f" the {available_memory() / 1e9:.1f} GB of memory available holds about {approximate_count(limit)}"
         " (--max-states sets another limit)"
     )
 

@@ -15,8 +15,10 @@ from rules.charge_spark.config import RuleSet, differences_from_default, fingerp
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import format_position
 from rules.charge_spark.state import held_bonus_counts
+from rules.charge_spark.size import estimate_reachable
 
 from ..cache import default_cache_dir
+from ..solve import ESTIMATE_MARGIN, GRAPH_BYTES_PER_STATE, EstimatedTooLargeError, approximate_count, byte_size, fitting_states
 from ..result import StateAnswer
 from ..summary import StartSummary, summarise_start, transition_graph
 from ..tables import solved_table
@@ -60,6 +62,7 @@ def build_report(
     show_progress: bool = False, log: Callable[[str], None] = lambda message: None,
 ) -> Report:
     """Solve (or load) the rules' table and run every analysis the report shows."""
+    refuse_beyond_memory(rules)
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
@@ -125,6 +128,20 @@ def build_report(
         start=answer, usage=usage, restricted=restricted, draws=draws, variants=solved,
         skipped=skipped, positions=positions, skill=skill, seconds=seconds, table_reused=table.reused,
     )
+
+
+def refuse_beyond_memory(rules: RuleSet) -> None:
+    """Stop at once, before any solve, when the analyses could not hold the
+    rules' whole transition graph (they walk it: usage, draws, positions,
+    skill gap), rather than after solving for half an hour."""
+    estimate = estimate_reachable(rules)
+    limit = fitting_states(GRAPH_BYTES_PER_STATE)
+    if limit is not None and estimate > ESTIMATE_MARGIN * limit:
+        raise EstimatedTooLargeError(
+            f"the report walks the whole transition graph of the rules in force: about {approximate_count(estimate)}"
+            f" states (~{byte_size(estimate * GRAPH_BYTES_PER_STATE)} at {GRAPH_BYTES_PER_STATE:,} bytes a state),"
+            f" and the memory available holds about {approximate_count(limit)}; `solve` and `query` handle these rules"
+        )
 
 
 def _restricted(rules, cards, results: ResultsCache, workers, show_progress) -> list[RestrictedValue]:
