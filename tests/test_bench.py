@@ -7,7 +7,7 @@ import numpy as np
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver.bench import bench_stage_kernel, jacobi_sweeps_needed
+from solver.bench import bench_full_game, bench_stage_kernel, jacobi_sweeps_needed
 from solver.graph import build_graph, reachable_states
 from solver.reference import reference_values
 
@@ -28,3 +28,12 @@ def test_stage_kernel_bench_checks_values_against_scipy():
     assert len(lines) == 5
     assert not any("DISAGREE" in line for line in lines)
     assert "target >= 300x" in lines[3]
+
+
+def test_full_game_bench_reports_time_memory_and_the_certificate():
+    rules = apply_overrides(RuleSet(), ["board=SM", "health=1", "bonus_cards="])
+    game = ChargeSparkGame(rules)
+    lines = bench_full_game(game, game.encode(initial_position(rules)))
+    text = "\n".join(lines)
+    assert "states solved in" in text and "peak memory at most" in text and "first bar 10 min and 6 GB: met" in text
+    assert "value at the start 0.5000000000" in text

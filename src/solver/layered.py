@@ -1,7 +1,8 @@
 """Solve a game rank by rank, never holding its whole transition graph.
 
 A game may offer `progress_rank(codes)`, a number that no transition lowers
-(in Charge & Spark: Health lost and moves made). Play can then only circle
+(in Charge & Spark: Health lost and moves made, then the bonus cards each
+side owns). Play can then only circle
 among states of one rank, and every state of a higher rank is finished before
 a lower one is needed:
 
@@ -14,8 +15,9 @@ a lower one is needed:
    probabilities are composed the same way: each rank against the finished
    figures of the states it exits to.
 
-Only one rank's graph exists at a time; what is kept per state is its code,
-values, guarantees, strategies and outcome probabilities.
+Only the ranks being solved have a graph (one per worker process); what is
+kept per state is its code, values, guarantees, strategies and outcome
+probabilities.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import tempfile
-from concurrent import futures
 import time
 from collections.abc import Callable
+from concurrent import futures
 from dataclasses import dataclass
 
 import numba
