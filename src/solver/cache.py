@@ -145,6 +145,11 @@ def load_table(path: Path, key: str) -> SolveResult:
     problem = _inconsistency(arrays)
     if problem:
         raise DamagedTableError(f"{path}: inconsistent arrays ({problem})")
+    return result_from(path, arrays, header)
+
+
+def result_from(path: Path, arrays: dict[str, np.ndarray], header: dict, **extra) -> SolveResult:
+    """The `SolveResult` of a table's arrays and header (`extra`: further fields)."""
     try:
         return SolveResult(
             **arrays,
@@ -154,6 +159,7 @@ def load_table(path: Path, key: str) -> SolveResult:
             bellman_residual=float(header["bellman_residual"]),
             method=str(header["method"]),
             timings={str(k): float(v) for k, v in header["timings"].items()},
+            **extra,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise DamagedTableError(f"{path}: malformed header ({error})") from None

@@ -156,6 +156,16 @@ def solve_from(
     return _solve_graph(graph, game, timings, show_progress)
 
 
+def _outcome_labels(source) -> dict:
+    """The terminal payoffs and labels a `SolveResult` carries, from a game or its graph."""
+    return {
+        "terminal_payoff": np.asarray(source.terminal_payoff, np.float64),
+        "terminal_labels": tuple(source.terminal_labels),
+        "action_labels": tuple(source.action_labels),
+        "unending_payoff": float(source.unending_payoff),
+    }
+
+
 def _solve_layers(
     game: StochasticGame, layers: list[Layer], timings: dict[str, float], show_progress: bool, workers: int,
 ) -> SolveResult:
@@ -180,10 +190,7 @@ def _solve_layers(
         unending_probability=solution.unending_probability,
         p1_guarantee=solution.p1_guarantee,
         p2_guarantee=solution.p2_guarantee,
-        terminal_payoff=np.asarray(game.terminal_payoff, np.float64),
-        terminal_labels=tuple(game.terminal_labels),
-        action_labels=tuple(game.action_labels),
-        unending_payoff=float(game.unending_payoff),
+        **_outcome_labels(game),
         bellman_residual=solution.bellman_residual,
         method=LAYERED_METHOD,
         timings=timings,
@@ -225,10 +232,7 @@ def _solve_graph(graph: GameGraph, game: StochasticGame, timings: dict[str, floa
         unending_probability=unending,
         p1_guarantee=lower,
         p2_guarantee=upper,
-        terminal_payoff=graph.terminal_payoff,
-        terminal_labels=graph.terminal_labels,
-        action_labels=graph.action_labels,
-        unending_payoff=graph.unending_payoff,
+        **_outcome_labels(graph),
         bellman_residual=float(residual.max(initial=0.0)),
         method=METHOD,
         timings=timings,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import BLOCK_BYTES, DamagedTableError, block_digest, checked_header
+from .cache import BLOCK_BYTES, DamagedTableError, block_digest, checked_header, result_from
 from .result import ARRAY_FIELDS, SolveResult
 
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local file header
@@ -115,17 +115,10 @@ class TableReader:
                 name = f"{side}_{field}"
                 parts = [self.take(name, int(b[0]), int(b[1])) for b in bounds]
                 sides[name] = np.concatenate(parts) if parts else self.take(name, 0, 0)
-        h = self.header
-        whole = h.get("whole", {})
-        return SolveResult(
-            **per_state, **sides,
-            terminal_payoff=self.take("terminal_payoff", 0, self._arrays["terminal_payoff"].shape[0]),
-            terminal_labels=tuple(h["terminal_labels"]),
-            action_labels=tuple(h["action_labels"]),
-            unending_payoff=float(h["unending_payoff"]),
-            bellman_residual=float(h["bellman_residual"]),
-            method=str(h["method"]),
-            timings={str(k): float(v) for k, v in h["timings"].items()},
+        whole = self.header.get("whole", {})
+        terminal_payoff = self.take("terminal_payoff", 0, self._arrays["terminal_payoff"].shape[0])
+        return result_from(
+            self.path, {**per_state, **sides, "terminal_payoff": terminal_payoff}, self.header,
             whole_states=int(whole.get("states", self.num_states)),
             whole_max_exploitability=float(whole.get("max_exploitability", float("nan"))),
         )
