@@ -11,6 +11,7 @@ import sys
 import textwrap
 import time
 import zipfile
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -151,10 +152,14 @@ def test_failed_write_leaves_the_old_table_and_no_temporary(saved, monkeypatch):
     path, key, *_ = saved
     before = path.read_bytes()
 
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
+    chunks = cache.byte_chunks
 
-    monkeypatch.setattr(cache.np, "savez", interrupted)
+    def interrupted_after_some_arrays(a):
+        if a.size > 100:  # the first large array: several have already been written
+            raise KeyboardInterrupt
+        yield from chunks(a)
+
+    monkeypatch.setattr(cache, "byte_chunks", interrupted_after_some_arrays)
     with pytest.raises(KeyboardInterrupt):
         save_table(path, small_solve()[3], key)
     assert path.read_bytes() == before
@@ -191,3 +196,21 @@ def test_arrays_of_inconsistent_sizes_are_refused(saved):
     save_table(path, replace(table, values=table.values[:-1]), key)
     with pytest.raises(DamagedTableError, match="values"):
         load_table(path, key)
+
+
+def test_a_memory_mapped_result_is_written_as_it_is_in_memory(saved, tmp_path):
+    # Large solves hand over memory-mapped arrays; the stored file must not depend on it.
+    _, key, _, _, result = saved
+    in_memory, mapped = {}, {}
+    for name in ARRAY_FIELDS:
+        in_memory[name] = np.array(getattr(result, name))
+        np.save(tmp_path / f"{name}.npy", in_memory[name])
+        mapped[name] = np.load(tmp_path / f"{name}.npy", mmap_mode="r")
+    assert isinstance(mapped["row_strategy"], np.memmap)
+    one, other = tmp_path / "in-memory.npz", tmp_path / "mapped.npz"
+    save_table(one, replace(result, **in_memory), key)
+    save_table(other, replace(result, **mapped), key)
+    assert one.read_bytes() == other.read_bytes()
+    loaded = load_table(other, key)
+    for name in ARRAY_FIELDS:
+        np.testing.assert_array_equal(getattr(loaded, name), in_memory[name])

@@ -361,6 +361,20 @@ def test_best_response_matches_brute_force(seed):
         np.testing.assert_allclose(pair, values, atol=1e-10)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_a_starting_guess_changes_nothing_but_the_time(seed):
+    # The guess only starts each cyclic component's policy iteration: a wrong
+    # guess (random, or far outside the payoffs) and the exact answer give the same values.
+    rng = np.random.default_rng(3000 + seed)
+    g = random_graph(rng, int(rng.integers(20, 60)), max_actions=3, max_outcomes=3,
+                     p_terminal=float(rng.choice([0.02, 0.1])))
+    for seat in (0, 1):
+        strategy = random_strategy(rng, g.row_ptr if seat == 0 else g.col_ptr)
+        exact = best_response_values(g, seat, strategy)
+        for guess in (exact, rng.random(g.num_states), np.full(g.num_states, 7.0)):
+            np.testing.assert_allclose(best_response_values(g, seat, strategy, guess), exact, atol=1e-12)
+
+
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.filterwarnings("ignore:iterative solve did not converge")
 def test_iterative_and_sparse_lu_paths_match_dense_path(seed, monkeypatch):

@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import mmap
 import os
 import time
 import zipfile
@@ -32,6 +33,7 @@ from .result import ARRAY_FIELDS, SolveResult
 FORMAT = "charge-spark solved table"
 FORMAT_VERSION = 2
 BLOCK_BYTES = 1 << 20  # arrays are checksummed in blocks, so one state can be read and verified alone
+CHUNK_BYTES = 16 * BLOCK_BYTES  # arrays are written and checked this much at a time
 CACHE_ENV = "CHARGE_SPARK_CACHE"
 
 
@@ -60,8 +62,32 @@ def table_path(cache_dir: Path, key: str) -> Path:
 
 def block_digests(a: np.ndarray) -> list[str]:
     """Digest of each `BLOCK_BYTES` block of `a`'s bytes (C order)."""
+    return [block_digest(block) for chunk in byte_chunks(a) for block in _blocks(chunk)]
+
+
+def _blocks(chunk: np.ndarray) -> Iterator[np.ndarray]:
+    return (chunk[i : i + BLOCK_BYTES] for i in range(0, chunk.size, BLOCK_BYTES))
+
+
+def byte_chunks(a: np.ndarray) -> Iterator[np.ndarray]:
+    """`a`'s bytes (C order) in chunks of whole blocks. The pages of a
+    memory-mapped array are released behind the reading, so that going through
+    a table far larger than memory never holds all of it."""
     raw = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
-    return [block_digest(raw[i : i + BLOCK_BYTES]) for i in range(0, raw.size, BLOCK_BYTES)]
+    for lo in range(0, raw.size, CHUNK_BYTES):
+        yield raw[lo : lo + CHUNK_BYTES]
+        _release(a, lo, min(raw.size, lo + CHUNK_BYTES))
+
+
+def _release(a: np.ndarray, lo: int, hi: int) -> None:
+    """Let the kernel drop bytes [lo, hi) of a memory-mapped array from this process's memory."""
+    mapping = getattr(a, "_mmap", None)
+    if mapping is None or not hasattr(mapping, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    base = int(a.offset) % mmap.ALLOCATIONGRANULARITY  # where the array starts in its mapping
+    start = (base + lo) // mmap.PAGESIZE * mmap.PAGESIZE
+    with contextlib.suppress(OSError, ValueError):
+        mapping.madvise(mmap.MADV_DONTNEED, start, base + hi - start)
 
 
 def block_digest(raw: np.ndarray) -> str:
@@ -81,30 +107,37 @@ def _whole_figures(result: SolveResult) -> dict:
 
 
 def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = None) -> None:
-    """Write `result` to `path` atomically (temporary file, fsync, rename)."""
+    """Write `result` to `path` atomically (temporary file, fsync, rename).
+
+    The arrays are streamed into the file a chunk at a time, with their block
+    digests, and the header goes last: a result whose arrays are memory-mapped
+    (a large solve) is written without ever being held in memory whole."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    arrays = {name: np.ascontiguousarray(getattr(result, name)) for name in ARRAY_FIELDS}
-    header = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "written_by": package_version(),
-        "key": key,
-        "meta": meta or {},
-        "terminal_labels": list(result.terminal_labels),
-        "action_labels": list(result.action_labels),
-        "unending_payoff": result.unending_payoff,
-        "bellman_residual": result.bellman_residual,
-        "method": result.method,
-        "timings": result.timings,
-        "arrays": {name: array_layout(a) for name, a in arrays.items()},
-        "blocks": {name: block_digests(a) for name, a in arrays.items()},
-        "whole": _whole_figures(result),
-    }
+    arrays = {name: getattr(result, name) for name in ARRAY_FIELDS}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
-            np.savez(f, header=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)
+            with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+                blocks = {name: _write_array(archive, name, a) for name, a in arrays.items()}
+                header = {
+                    "format": FORMAT,
+                    "format_version": FORMAT_VERSION,
+                    "written_by": package_version(),
+                    "key": key,
+                    "meta": meta or {},
+                    "terminal_labels": list(result.terminal_labels),
+                    "action_labels": list(result.action_labels),
+                    "unending_payoff": result.unending_payoff,
+                    "bellman_residual": result.bellman_residual,
+                    "method": result.method,
+                    "timings": result.timings,
+                    "arrays": {name: array_layout(a) for name, a in arrays.items()},
+                    "blocks": blocks,
+                    "whole": _whole_figures(result),
+                }
+                with archive.open("header.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.frombuffer(json.dumps(header).encode(), np.uint8))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -117,6 +150,19 @@ def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = No
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _write_array(archive: zipfile.ZipFile, name: str, a: np.ndarray) -> list[str]:
+    """Store `a` as member `name`.npy (what `np.savez` writes); its block digests."""
+    digests = []
+    with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+        header = np.lib.format.header_data_from_array_1_0(np.ascontiguousarray(a[:0]))
+        header["shape"] = a.shape
+        np.lib.format.write_array_header_1_0(member, header)
+        for chunk in byte_chunks(a):
+            digests.extend(block_digest(block) for block in _blocks(chunk))
+            member.write(chunk)
+    return digests
 
 
 def load_table(path: Path, key: str) -> SolveResult:

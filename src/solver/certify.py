@@ -763,7 +763,7 @@ def _has_self_loop(succ_ptr, succ, s):
 @njit(cache=True)
 def _br_run(
     G, resp_is_row, fixed_w, sign, w_u, worst, comp_ptr, comp_states, comp_of, loc, succ_ptr, succ,
-    in_k, witness, X, choice, stall, resp_w, term_vec, start, dense_max, iter_max, eps, max_sweeps, max_iter,
+    in_k, witness, X, choice, stall, resp_w, term_vec, start, dense_max, iter_max, eps, max_sweeps, max_iter, warm,
 ):
     """Best response on components from `start` on; stop at the first one the
     iterative solver fails on and return its index (the caller redoes it with
@@ -792,9 +792,9 @@ def _br_run(
             continue
         for j in range(c):
             loc[cs[j]] = j
-            X[cs[j], 0] = worst
+            X[cs[j], 0] = warm[cs[j]] if warm.shape[0] else worst
         _k_component(G, cs, ci, comp_of, loc, succ_ptr, succ, resp_is_row, fixed_w, in_k, witness)
-        if c > _VI_MIN_SIZE:  # tiny components: a sweep costs about as much as an exact solve
+        if c > _VI_MIN_SIZE and not warm.shape[0]:  # tiny components: a sweep costs about as much as an exact solve
             _vi_sweeps(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, max_sweeps, _VI_TOL)
         _greedy(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps)
         converged = False
@@ -858,7 +858,9 @@ def _br_big_component(
     choice[stalled] = witness[stalled]
 
 
-def best_response(graph: GameGraph, seat: int, strategy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def best_response(
+    graph: GameGraph, seat: int, strategy: np.ndarray, guess: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact best response to the stationary strategy of the player at `seat`.
 
     Returns `(values, actions)`: `values[i]` is the optimal value (P1's payoff)
@@ -866,6 +868,12 @@ def best_response(graph: GameGraph, seat: int, strategy: np.ndarray) -> tuple[np
     the responder's action at state i in an optimal pure stationary policy
     (into `col_actions[col_ptr[i]:]` when seat == 0, `row_actions[row_ptr[i]:]`
     when seat == 1). See the module docstring for the method.
+
+    `guess` (P1's payoff per state), when given, is where each cyclic
+    component's value iteration starts instead of the worst payoff: a good
+    guess (the guarantee the strategy was built to have) leaves policy
+    iteration one exact evaluation to confirm it. The answer does not depend
+    on the guess, only the time it takes.
     """
     if seat not in (0, 1):
         raise ValueError("seat must be 0 (P1) or 1 (P2)")
@@ -895,12 +903,13 @@ def best_response(graph: GameGraph, seat: int, strategy: np.ndarray) -> tuple[np
     stall = np.zeros(n, np.bool_)
     resp_w = np.zeros_like(ones)
     ncomp = comp_ptr.shape[0] - 1
+    warm = np.zeros(0) if guess is None else sign * np.ascontiguousarray(guess, np.float64)
     ci = 0
     while True:
         ci = _br_run(
             G, resp_is_row, fixed_w, sign, w_u, worst, comp_ptr, comp_states, comp_of, loc, succ_ptr, succ,
             in_k, witness, X, choice, stall, resp_w, term_vec, ci, _DENSE_MAX, _ITER_MAX, eps, _VI_SWEEPS,
-            _MAX_POLICY_ITERATIONS,
+            _MAX_POLICY_ITERATIONS, warm,
         )
         if ci >= ncomp:
             break
@@ -912,14 +921,16 @@ def best_response(graph: GameGraph, seat: int, strategy: np.ndarray) -> tuple[np
     return sign * X[:, 0] + 0.0, choice  # + 0.0: no -0.0 from the sign flip
 
 
-def best_response_values(graph: GameGraph, seat: int, strategy: np.ndarray) -> np.ndarray:
+def best_response_values(
+    graph: GameGraph, seat: int, strategy: np.ndarray, guess: np.ndarray | None = None,
+) -> np.ndarray:
     """Optimal value (P1's payoff) of the player opposite `seat` against `strategy`, per state.
 
     seat 0: P1 plays `strategy` (aligned with `row_actions`) and P2 minimises,
     so this is what the strategy guarantees P1. seat 1: P2 plays it (aligned
     with `col_actions`) and P1 maximises.
     """
-    return best_response(graph, seat, strategy)[0]
+    return best_response(graph, seat, strategy, guess)[0]
 
 
 def pure_strategy(graph: GameGraph, seat: int, actions: np.ndarray) -> np.ndarray:

@@ -22,11 +22,12 @@ probabilities.
 
 from __future__ import annotations
 
+import mmap
 import multiprocessing
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
 
@@ -43,6 +44,7 @@ from .graph import GameGraph, GraphTooLargeError, _ptr, _sorted_contains, expans
 class Layer:
     rank: int
     states: np.ndarray  # sorted codes
+    exit_ranks: frozenset[int] = frozenset()  # the higher ranks its transitions lead to
 
 
 def enumerate_by_rank(
@@ -61,6 +63,7 @@ def enumerate_by_rank(
         rank = min(pending)
         layer = np.unique(np.concatenate(pending.pop(rank)))
         frontier = layer
+        exit_ranks: set[int] = set()
         while frontier.size:
             same = []
             for lo in range(0, frontier.size, chunk):
@@ -71,6 +74,7 @@ def enumerate_by_rank(
                     raise ValueError(f"a transition lowers the progress rank (from {rank} to {int(ranks.min())})")
                 same.append(nxt[ranks == rank])
                 later = ranks != rank
+                exit_ranks.update(np.unique(ranks[later]).tolist())
                 _add_seeds(pending, nxt[later], ranks[later])
             same = np.unique(np.concatenate(same))
             frontier = same[~_sorted_contains(layer, same)] if layer.size else same
@@ -80,7 +84,7 @@ def enumerate_by_rank(
                 raise GraphTooLargeError(f"more than {max_states:,} reachable states (limit; see --max-states)")
             if progress is not None:
                 progress(found + layer.size)
-        layers.append(Layer(rank, layer))
+        layers.append(Layer(rank, layer, frozenset(exit_ranks)))
         found += layer.size
     return layers
 
@@ -192,8 +196,9 @@ def solve_layer(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures
     )
     row, col = bracket.row_strategy, bracket.col_strategy
     clock = time.perf_counter()
-    low = best_response_values(p1_graph, 0, row)
-    high = best_response_values(with_exit_payoffs(layer, exits.p2_guarantee), 1, col)
+    # Started from the bracket's guarantees (only a starting point: the answer does not depend on it).
+    low = best_response_values(p1_graph, 0, row, bracket.lower)
+    high = best_response_values(with_exit_payoffs(layer, exits.p2_guarantee), 1, col, bracket.upper)
     middle = np.clip(0.5 * (bracket.lower + bracket.upper), low, np.maximum(low, high))
     residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
     terminals = layer.graph.terminal_payoff.shape[0]
@@ -210,96 +215,187 @@ def solve_layers(
 ) -> LayeredSolution:
     """Solve every layer, highest rank first (see the module docstring).
 
-    With `workers` > 1, layers go to that many processes as soon as every
-    state they exit to is finished (layers of one rank never depend on each
-    other). A finished layer's strategies wait in a temporary directory until
-    all are done, so that only the final arrays hold them in memory."""
+    With `workers` > 1, layers go to that many forked processes as soon as
+    every rank they exit to is finished (layers of one rank never depend on
+    each other). A worker builds its layer's graph itself, reads the figures
+    of the layer's exits from memory shared with this process and writes
+    back those of the layer's states: this process only schedules. A
+    finished layer's strategies wait in a temporary directory. The final
+    arrays are then assembled one at a time, each written to a file and
+    returned memory-mapped (the file already unlinked), so that at most one
+    of them is ever held in memory."""
+    global _CONTEXT
     all_states = np.sort(np.concatenate([layer.states for layer in layers]))
-    n = all_states.size
-    terminals = len(game.terminal_payoff)
-    middle, p1_guarantee, p2_guarantee = np.zeros(n), np.zeros(n), np.zeros(n)
-    terminal = np.zeros((n, terminals))
-    unending = np.zeros(n)
-    finished = np.zeros(n, np.bool_)
-    row_count = np.zeros(n, np.int16)
-    col_count = np.zeros(n, np.int16)
-    totals = {"residual": 0.0, "rounds": 0, "certify": 0.0}
-    todo = list(reversed(layers))
-    pool = _layer_pool(workers) if workers > 1 and len(layers) > 1 else None
+    figures = _SharedFigures(all_states.size, len(game.terminal_payoff))
+    residual, rounds, certify_seconds = 0.0, 0, 0.0
     with tempfile.TemporaryDirectory(prefix="charge-spark-layers-") as spill:
-
-        def finish(number: int, at: np.ndarray, lg: LayerGraph, done: LayerSolution) -> None:
-            p1_guarantee[at], p2_guarantee[at], middle[at] = done.p1_guarantee, done.p2_guarantee, done.middle
-            terminal[at], unending[at] = done.terminal_probability, done.unending_probability
-            finished[at] = True
-            totals["residual"] = max(totals["residual"], done.bellman_residual)
-            totals["rounds"] += done.rounds
-            totals["certify"] += done.certify_seconds
-            g = lg.graph
-            row_count[at] = np.diff(g.row_ptr)
-            col_count[at] = np.diff(g.col_ptr)
-            np.savez(
-                os.path.join(spill, f"{number}.npz"), at=at, row_ptr=g.row_ptr, row_actions=g.row_actions,
-                row=done.row_strategy, col_ptr=g.col_ptr, col_actions=g.col_actions, col=done.col_strategy,
-            )
-            if progress is not None:
-                progress(int(at.size))
-
-        running: dict = {}
+        _CONTEXT = _LayerContext(game, layers, all_states, figures, spill)
         try:
-            for number, layer in enumerate(todo):
-                at = np.searchsorted(all_states, layer.states)
-                lg = layer_graph(game, layer.states, all_states)
-                swapped = game.swap(layer.states) if hasattr(game, "swap") else None
-                mirror = seat_mirror(with_exit_payoffs(lg, np.zeros(lg.exits.size)), swapped, check_payoffs=False)
-                # Wait until every state this layer exits to is finished (and a worker is free).
-                while running and (len(running) >= workers or not finished[lg.exits].all()):
-                    completed, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
-                    for future in completed:
-                        finish(*running.pop(future), future.result())
-                if not finished[lg.exits].all():
-                    raise ValueError(f"layer of rank {layer.rank} exits to a state of no higher rank")
-                exits = ExitFigures(
-                    p1_guarantee[lg.exits], p2_guarantee[lg.exits], middle[lg.exits],
-                    np.column_stack([terminal[lg.exits], unending[lg.exits]]),
-                )
-                if pool is None:
-                    finish(number, at, lg, solve_layer(lg, mirror, exits))
-                else:
-                    running[pool.submit(solve_layer, lg, mirror, exits)] = (number, at, lg)
-            for future in futures.as_completed(list(running)):
-                finish(*running.pop(future), future.result())
+            for done in _run_layers(layers, workers):
+                residual = max(residual, done.bellman_residual)
+                rounds += done.rounds
+                certify_seconds += done.certify_seconds
+                if progress is not None:
+                    progress(done.states)
         finally:
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
-        row_ptr, col_ptr = _ptr(row_count.astype(np.int64)), _ptr(col_count.astype(np.int64))
-        del row_count, col_count
-        row_actions = np.empty(row_ptr[-1], np.int16)
-        col_actions = np.empty(col_ptr[-1], np.int16)
-        row_strategy = np.empty(row_ptr[-1])
-        col_strategy = np.empty(col_ptr[-1])
-        for number in range(len(layers)):
-            with np.load(os.path.join(spill, f"{number}.npz")) as piece:
-                at = piece["at"]
-                _scatter_segments(at, piece["row_ptr"], piece["row_actions"], piece["row"], row_ptr, row_actions, row_strategy)
-                _scatter_segments(at, piece["col_ptr"], piece["col_actions"], piece["col"], col_ptr, col_actions, col_strategy)
+            _CONTEXT = None
+        arrays = _assemble(all_states, figures, len(layers), spill)
     return LayeredSolution(
-        all_states, row_ptr, row_actions, row_strategy, col_ptr, col_actions, col_strategy, middle,
-        p1_guarantee, p2_guarantee, terminal, unending, totals["residual"], totals["rounds"], totals["certify"],
+        **arrays, bellman_residual=residual, rounds=rounds, certify_seconds=certify_seconds,
     )
 
 
+class _SharedFigures:
+    """What is known of every state, in anonymous shared memory: forked
+    workers write the figures of the states they finish and read those of
+    the states their layer exits to."""
+
+    def __init__(self, n: int, terminals: int) -> None:
+        self.p1_guarantee = _shared((n,), np.float64)
+        self.p2_guarantee = _shared((n,), np.float64)
+        self.middle = _shared((n,), np.float64)
+        self.terminal = _shared((n, terminals), np.float64)
+        self.unending = _shared((n,), np.float64)
+        self.row_count = _shared((n,), np.int16)
+        self.col_count = _shared((n,), np.int16)
+        self.finished = _shared((n,), np.bool_)
+
+
+def _shared(shape: tuple[int, ...], dtype) -> np.ndarray:
+    count = int(np.prod(shape))
+    buffer = mmap.mmap(-1, max(1, count * np.dtype(dtype).itemsize))  # MAP_SHARED | MAP_ANONYMOUS, zeroed
+    return np.frombuffer(buffer, dtype, count=count).reshape(shape)
+
+
+@dataclass(frozen=True, eq=False)
+class _LayerContext:
+    """What every layer's solve reads; set before the workers are forked, so they inherit it."""
+
+    game: object
+    layers: list[Layer]
+    all_states: np.ndarray
+    figures: _SharedFigures
+    spill: str
+
+
+_CONTEXT: _LayerContext | None = None
+
+
+@dataclass(frozen=True)
+class _LayerDone:
+    states: int
+    bellman_residual: float
+    rounds: int
+    certify_seconds: float
+
+
+def _solve_layer_at(number: int) -> _LayerDone:
+    """Solve layer `number` of the context, its exits already finished; record its figures."""
+    ctx = _CONTEXT
+    layer, f = ctx.layers[number], ctx.figures
+    lg = layer_graph(ctx.game, layer.states, ctx.all_states)
+    if not f.finished[lg.exits].all():
+        raise ValueError(f"layer of rank {layer.rank} exits to a state that is not finished")
+    swapped = ctx.game.swap(layer.states) if hasattr(ctx.game, "swap") else None
+    mirror = seat_mirror(with_exit_payoffs(lg, np.zeros(lg.exits.size)), swapped, check_payoffs=False)
+    exits = ExitFigures(
+        f.p1_guarantee[lg.exits], f.p2_guarantee[lg.exits], f.middle[lg.exits],
+        np.column_stack([f.terminal[lg.exits], f.unending[lg.exits]]),
+    )
+    done = solve_layer(lg, mirror, exits)
+    at = np.searchsorted(ctx.all_states, layer.states)
+    g = lg.graph
+    np.savez(
+        os.path.join(ctx.spill, f"{number}.npz"), at=at, row_ptr=g.row_ptr, row_actions=g.row_actions,
+        row=done.row_strategy, col_ptr=g.col_ptr, col_actions=g.col_actions, col=done.col_strategy,
+    )
+    f.p1_guarantee[at], f.p2_guarantee[at], f.middle[at] = done.p1_guarantee, done.p2_guarantee, done.middle
+    f.terminal[at], f.unending[at] = done.terminal_probability, done.unending_probability
+    f.row_count[at], f.col_count[at] = np.diff(g.row_ptr), np.diff(g.col_ptr)
+    f.finished[at] = True
+    return _LayerDone(int(at.size), done.bellman_residual, done.rounds, done.certify_seconds)
+
+
+def _run_layers(layers: list[Layer], workers: int) -> Iterator[_LayerDone]:
+    """Solve the context's layers, each once every rank it exits to is done,
+    on `workers` forked processes (in this one if 1); yields each as it finishes."""
+    waiting = sorted(range(len(layers)), key=lambda i: -layers[i].rank)
+    finished_ranks: set[int] = set()
+
+    def ready(i: int) -> bool:
+        return finished_ranks.issuperset(layers[i].exit_ranks)
+
+    if workers <= 1 or len(layers) <= 1:
+        for i in waiting:
+            if not ready(i):
+                raise ValueError(f"layer of rank {layers[i].rank} exits to a rank that is not finished")
+            yield _solve_layer_at(i)
+            finished_ranks.add(layers[i].rank)
+        return
+    pool = _layer_pool(workers)
+    running: dict = {}
+    try:
+        while waiting or running:
+            for i in [i for i in waiting if ready(i)][: workers - len(running)]:
+                waiting.remove(i)
+                running[pool.submit(_solve_layer_at, i)] = i
+            if not running:
+                raise ValueError(f"layer of rank {layers[waiting[0]].rank} exits to a rank that is never solved")
+            completed, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+            for future in completed:
+                i = running.pop(future)
+                yield future.result()
+                finished_ranks.add(layers[i].rank)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _layer_pool(workers: int) -> futures.ProcessPoolExecutor:
-    # Forked: the workers start with every compiled kernel already loaded.
+    # Forked: the workers start with the context and every compiled kernel already loaded.
     return futures.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
 
 
+def _assemble(all_states: np.ndarray, figures: _SharedFigures, layers: int, spill: str) -> dict[str, np.ndarray]:
+    """The solution's arrays, each built, written to `spill` and memory-mapped in turn."""
+    out: dict[str, np.ndarray] = {"states": all_states}
+
+    def keep(name: str, a: np.ndarray) -> np.ndarray:
+        out[name] = _mapped(os.path.join(spill, f"out-{name}.npy"), a)
+        return out[name]
+
+    for name, field in (("middle", "middle"), ("p1_guarantee", "p1_guarantee"), ("p2_guarantee", "p2_guarantee"),
+                        ("terminal_probability", "terminal"), ("unending_probability", "unending")):
+        keep(name, getattr(figures, field))
+        delattr(figures, field)  # the shared memory goes with its last reference
+    for side in ("row", "col"):
+        keep(f"{side}_ptr", _ptr(getattr(figures, f"{side}_count").astype(np.int64)))
+        delattr(figures, f"{side}_count")
+    for side in ("row", "col"):
+        ptr = out[f"{side}_ptr"]
+        for name, source, dtype in ((f"{side}_actions", f"{side}_actions", np.int16), (f"{side}_strategy", side, np.float64)):
+            target = np.empty(int(ptr[-1]), dtype)
+            for number in range(layers):
+                with np.load(os.path.join(spill, f"{number}.npz")) as piece:
+                    _scatter_segments(piece["at"], piece[f"{side}_ptr"], piece[source], ptr, target)
+            keep(name, target)
+            del target
+    return out
+
+
+def _mapped(path: str, a: np.ndarray) -> np.ndarray:
+    """`a` written to `path` and read back memory-mapped; the file is unlinked
+    at once (the mapping keeps its data until the array is dropped)."""
+    np.save(path, a)
+    mapped = np.load(path, mmap_mode="r")
+    os.unlink(path)
+    return mapped
+
+
 @numba.njit(cache=True)
-def _scatter_segments(at, src_ptr, src_actions, src_weights, dst_ptr, dst_actions, dst_weights):
-    """Copy local state j's segment to the segment of global state at[j]."""
+def _scatter_segments(at, src_ptr, src_items, dst_ptr, dst_items):
+    """Copy local state j's segment of `src_items` to the segment of global state at[j]."""
     for j in range(at.shape[0]):
         d = dst_ptr[at[j]]
         for k in range(src_ptr[j], src_ptr[j + 1]):
-            dst_actions[d] = src_actions[k]
-            dst_weights[d] = src_weights[k]
+            dst_items[d] = src_items[k]
             d += 1
