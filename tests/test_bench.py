@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from rules.charge_spark.config import RuleSet, apply_overrides
@@ -35,5 +37,35 @@ def test_full_game_bench_reports_time_memory_and_the_certificate():
     game = ChargeSparkGame(rules)
     lines = bench_full_game(game, game.encode(initial_position(rules)))
     text = "\n".join(lines)
-    assert "states solved in" in text and "peak memory at most" in text and "first bar 10 min and 6 GB: met" in text
+    assert "states solved in" in text and "peak memory" in text and "first bar 10 min and 6 GB: met" in text
     assert "value at the start 0.5000000000" in text
+
+
+def test_peak_memory_counts_memory_shared_with_a_worker_once():
+    import mmap
+    import multiprocessing
+
+    from solver.bench import PeakMemory
+
+    size = 300 * 2**20
+    shared = np.frombuffer(mmap.mmap(-1, size), np.uint8)
+    with PeakMemory(interval=0.05) as alone:
+        shared[:] = 1
+        time.sleep(0.3)
+    ready = multiprocessing.get_context("fork").Event()
+    done = multiprocessing.get_context("fork").Event()
+
+    def touch_and_wait():
+        assert int(shared[::4096].sum()) == size // 4096  # reads every page: now resident in both processes
+        ready.set()
+        done.wait(10)
+
+    child = multiprocessing.get_context("fork").Process(target=touch_and_wait)
+    with PeakMemory(interval=0.05) as both:
+        child.start()
+        ready.wait(10)
+        time.sleep(0.3)
+        done.set()
+        child.join()
+    assert alone.peak >= size
+    assert both.peak < alone.peak + 0.5 * size  # counted once, not once per process

@@ -99,3 +99,16 @@ def test_two_worker_processes_give_the_same_solution():
     for name in ("states", "row_ptr", "row_actions", "row_strategy", "col_strategy", "middle", "p1_guarantee",
                  "p2_guarantee", "terminal_probability", "unending_probability"):
         np.testing.assert_array_equal(getattr(together, name), getattr(alone, name), err_msg=name)
+
+
+def test_two_worker_processes_enumerate_the_same_layers():
+    # Small chunks, so that each frontier is split among the workers.
+    rules = apply_overrides(RuleSet(), VARIANTS["a-star-and-a-ray"])
+    game = ChargeSparkGame(rules)
+    root = game.encode(initial_position(rules))
+    alone = enumerate_by_rank(game, [root], chunk=64)
+    together = enumerate_by_rank(game, [root], chunk=64, workers=2)
+    assert [(layer.rank, layer.exit_ranks) for layer in together] == [(layer.rank, layer.exit_ranks) for layer in alone]
+    for a, b in zip(alone, together):
+        np.testing.assert_array_equal(a.states, b.states)
+    assert all(layer.exit_ranks and min(layer.exit_ranks) > layer.rank for layer in alone[:-1])

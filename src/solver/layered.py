@@ -49,44 +49,67 @@ class Layer:
 
 def enumerate_by_rank(
     game, roots: np.ndarray, progress: Callable[[int], None] | None = None,
-    max_states: int | None = None, chunk: int = 1 << 16,
+    max_states: int | None = None, chunk: int = 1 << 16, workers: int = 1,
 ) -> list[Layer]:
     """Every state reachable from `roots`, grouped by rank, lowest rank first.
     `progress(count)` gets the number found so far; past `max_states` it
-    raises `GraphTooLargeError`."""
+    raises `GraphTooLargeError`. With `workers` > 1, a frontier of several
+    chunks is expanded on that many forked processes (same answer)."""
+    global _ENUMERATED_GAME
     roots = np.unique(np.asarray(roots, np.int64))
     pending: dict[int, list[np.ndarray]] = {}
     _add_seeds(pending, roots, game.progress_rank(roots))
     layers: list[Layer] = []
     found = 0
-    while pending:
-        rank = min(pending)
-        layer = np.unique(np.concatenate(pending.pop(rank)))
-        frontier = layer
-        exit_ranks: set[int] = set()
-        while frontier.size:
-            same = []
-            for lo in range(0, frontier.size, chunk):
-                nxt = game.expand(frontier[lo : lo + chunk]).out_next
-                nxt = np.unique(nxt[nxt >= 0])
-                ranks = game.progress_rank(nxt)
-                if ranks.size and ranks.min() < rank:
-                    raise ValueError(f"a transition lowers the progress rank (from {rank} to {int(ranks.min())})")
-                same.append(nxt[ranks == rank])
-                later = ranks != rank
-                exit_ranks.update(np.unique(ranks[later]).tolist())
-                _add_seeds(pending, nxt[later], ranks[later])
-            same = np.unique(np.concatenate(same))
-            frontier = same[~_sorted_contains(layer, same)] if layer.size else same
-            if frontier.size:
-                layer = np.union1d(layer, frontier)
-            if max_states is not None and found + layer.size > max_states:
-                raise GraphTooLargeError(f"more than {max_states:,} reachable states (limit; see --max-states)")
-            if progress is not None:
-                progress(found + layer.size)
-        layers.append(Layer(rank, layer, frozenset(exit_ranks)))
-        found += layer.size
+    _ENUMERATED_GAME = game
+    pool = _layer_pool(workers) if workers > 1 else None
+    try:
+        while pending:
+            rank = min(pending)
+            layer = np.unique(np.concatenate(pending.pop(rank)))
+            frontier = layer
+            exit_ranks: set[int] = set()
+            while frontier.size:
+                jobs = [(frontier[lo : lo + chunk], rank) for lo in range(0, frontier.size, chunk)]
+                parts = pool.map(_successors_by_rank, jobs) if pool is not None and len(jobs) > 1 else map(
+                    _successors_by_rank, jobs
+                )
+                same = []
+                for inside, later, ranks in parts:
+                    same.append(inside)
+                    exit_ranks.update(np.unique(ranks).tolist())
+                    _add_seeds(pending, later, ranks)
+                same = np.unique(np.concatenate(same))
+                frontier = same[~_sorted_contains(layer, same)] if layer.size else same
+                if frontier.size:
+                    layer = np.union1d(layer, frontier)
+                if max_states is not None and found + layer.size > max_states:
+                    raise GraphTooLargeError(f"more than {max_states:,} reachable states (limit; see --max-states)")
+                if progress is not None:
+                    progress(found + layer.size)
+            layers.append(Layer(rank, layer, frozenset(exit_ranks)))
+            found += layer.size
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        _ENUMERATED_GAME = None
     return layers
+
+
+_ENUMERATED_GAME = None  # the game being enumerated, inherited by the forked workers
+
+
+def _successors_by_rank(job: tuple[np.ndarray, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct successors of `codes` of rank `rank`; the others, with their ranks."""
+    codes, rank = job
+    game = _ENUMERATED_GAME
+    nxt = game.expand(codes).out_next
+    nxt = np.unique(nxt[nxt >= 0])
+    ranks = game.progress_rank(nxt)
+    if ranks.size and ranks.min() < rank:
+        raise ValueError(f"a transition lowers the progress rank (from {rank} to {int(ranks.min())})")
+    later = ranks != rank
+    return nxt[~later], nxt[later], ranks[later]
 
 
 def _add_seeds(pending: dict[int, list[np.ndarray]], codes: np.ndarray, ranks: np.ndarray) -> None:

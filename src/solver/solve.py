@@ -138,7 +138,7 @@ def solve_from(
 
         try:
             if hasattr(game, "progress_rank"):
-                layers = enumerate_by_rank(game, roots, progress=found, max_states=limit)
+                layers = enumerate_by_rank(game, roots, progress=found, max_states=limit, workers=workers)
             else:
                 graph = build_graph(game, reachable_states(game, roots, progress=found, max_states=limit))
         except GraphTooLargeError:
