@@ -290,6 +290,13 @@ def _gather(ptr, items, order):
     return out
 
 
+def _segments(ptr: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """The indices ptr[s]:ptr[s + 1] of each s in `states`, joined in order."""
+    counts = ptr[states + 1] - ptr[states]
+    first = np.repeat(ptr[states] - (np.cumsum(counts) - counts), counts)
+    return first + np.arange(int(counts.sum()))
+
+
 def bracket_values(
     graph: GameGraph,
     components: tuple[np.ndarray, np.ndarray],
@@ -356,8 +363,8 @@ def bracket_values(
                 r, c, low, high = retry[:4]
             spent += retry[4]
             retries += 1
-        row[np.concatenate([np.arange(graph.row_ptr[s], graph.row_ptr[s + 1]) for s in states])] = r
-        col[np.concatenate([np.arange(graph.col_ptr[s], graph.col_ptr[s + 1]) for s in states])] = c
+        row[_segments(graph.row_ptr, states)] = r
+        col[_segments(graph.col_ptr, states)] = c
         lower[states], upper[states] = low, high
         middle[states] = 0.5 * (low + high)
         done[states] = True

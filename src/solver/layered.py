@@ -131,6 +131,7 @@ class LayerGraph:
 
     graph: GameGraph  # terminal_payoff holds the game's own outcomes only
     exits: np.ndarray
+    exit_labels: tuple[str, ...] = ()
 
 
 def layer_graph(game, states: np.ndarray, all_states: np.ndarray, chunk: int = 1 << 16) -> LayerGraph:
@@ -138,15 +139,17 @@ def layer_graph(game, states: np.ndarray, all_states: np.ndarray, chunk: int = 1
     out_next = expansion["out_next"].astype(np.int64)
     live = np.flatnonzero(out_next >= 0)
     codes = out_next[live]
-    inside = _sorted_contains(states, codes)
-    out_next[live[inside]] = np.searchsorted(states, codes[inside])
-    outside = codes[~inside]
-    where = np.searchsorted(all_states, outside)
-    if outside.size and (where.max() >= all_states.size or np.any(all_states[where] != outside)):
+    at = np.searchsorted(states, codes)
+    inside = states[np.minimum(at, states.size - 1)] == codes
+    out_next[live[inside]] = at[inside]
+    # Many outcomes share an exit: look each distinct one up once in the (much larger) set of all states.
+    outside, slot = np.unique(codes[~inside], return_inverse=True)
+    exits = np.searchsorted(all_states, outside)
+    if outside.size and (exits.max() >= all_states.size or np.any(all_states[exits] != outside)):
         raise ValueError("states are not closed under transitions")
-    exits, slot = np.unique(where, return_inverse=True)
     out_next[live[~inside]] = -1 - (len(game.terminal_payoff) + slot)
-    return LayerGraph(graph_of(game, states, expansion, out_next), exits.astype(np.int64))
+    labels = tuple(f"exit to {int(t)}" for t in exits)
+    return LayerGraph(graph_of(game, states, expansion, out_next), exits.astype(np.int64), labels)
 
 
 def with_exit_payoffs(layer: LayerGraph, exit_payoff: np.ndarray) -> GameGraph:
@@ -157,7 +160,7 @@ def with_exit_payoffs(layer: LayerGraph, exit_payoff: np.ndarray) -> GameGraph:
         states=g.states, row_ptr=g.row_ptr, row_actions=g.row_actions, col_ptr=g.col_ptr,
         col_actions=g.col_actions, cell_ptr=g.cell_ptr, out_ptr=g.out_ptr, out_next=g.out_next,
         out_prob=g.out_prob, terminal_payoff=np.concatenate([base, exit_payoff]),
-        terminal_labels=g.terminal_labels + tuple(f"exit to {int(t)}" for t in layer.exits),
+        terminal_labels=g.terminal_labels + (layer.exit_labels or tuple(f"exit to {int(t)}" for t in layer.exits)),
         unending_payoff=g.unending_payoff, action_labels=g.action_labels,
     )
 
