@@ -115,6 +115,25 @@ def test_solve_stores_a_table_that_query_answers_from(private_table_cache):
     assert unreachable.exit_code == 0 and "from the solved table" not in unreachable.stdout
 
 
+def test_a_full_disk_is_one_line_and_keeps_the_stored_table(private_table_cache, monkeypatch):
+    import errno
+
+    import solver.layered
+
+    assert run("solve", *SMALL).exit_code == 0
+    stored = {p.name: p.read_bytes() for p in private_table_cache.glob("*.npz")}
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(solver.layered.np, "save", full_disk)  # the solve's working files
+    result = run("solve", "--force", *SMALL)
+    assert result.exit_code == 2
+    assert result.stderr.startswith("charge-spark: error: No space left on device") and "TMPDIR" in result.stderr
+    assert "Traceback" not in result.output and len(result.stderr.strip().splitlines()) == 1
+    assert {p.name: p.read_bytes() for p in private_table_cache.glob("*.npz")} == stored
+
+
 def test_query_matches_between_cache_and_fresh_solve(tmp_path):
     cached_dir = tmp_path / "cached"
     assert run("solve", *SMALL, "--cache-dir", str(cached_dir)).exit_code == 0

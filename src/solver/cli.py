@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -46,6 +48,7 @@ USER_ERRORS = (  # and OutputError, below
     RulesError, PositionError, UnknownCardError, GraphTooLargeError, SchedulerError, SweepError,
 )
 CERTIFICATE_BOUND = 1e-9
+_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM}
 
 
 class ChargeSparkCLI(click.Group):
@@ -58,6 +61,17 @@ class ChargeSparkCLI(click.Group):
             if ctx.obj and ctx.obj.get("debug"):
                 traceback.print_exc()
             click.echo(f"charge-spark: error: {printable(str(error))}", err=True)
+            ctx.exit(2)
+        except OSError as error:
+            if error.errno not in _ENVIRONMENT_ERRNOS:
+                raise
+            # The machine, not the input: a full disk, a read-only or forbidden directory.
+            where = f" ({error.filename})" if error.filename else ""
+            click.echo(
+                f"charge-spark: error: {printable(error.strerror or str(error))}{printable(where)}; a solve writes"
+                f" working files under {printable(tempfile.gettempdir())} (set TMPDIR to change it) and its table"
+                " to the cache directory (--cache-dir); nothing already saved was changed", err=True,
+            )
             ctx.exit(2)
         except click.UsageError as error:
             hint = f" (see '{error.ctx.command_path} --help')" if error.ctx else ""

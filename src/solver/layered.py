@@ -15,9 +15,10 @@ a lower one is needed:
    probabilities are composed the same way: each rank against the finished
    figures of the states it exits to.
 
-Only the ranks being solved have a graph (one per worker process); what is
-kept per state is its code, values, guarantees, strategies and outcome
-probabilities.
+Only the ranks being solved have a graph, each in the worker process solving
+it; what is kept per state is its code, values, guarantees and outcome
+probabilities (in memory shared with the workers), and its strategies (in a
+file per rank until the end).
 """
 
 from __future__ import annotations
@@ -238,6 +239,7 @@ def solve_layer(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures
 
 def solve_layers(
     game, layers: list[Layer], progress: Callable[[int], None] | None = None, workers: int = 1,
+    scratch_dir: str | os.PathLike[str] | None = None,
 ) -> LayeredSolution:
     """Solve every layer, highest rank first (see the module docstring).
 
@@ -249,12 +251,14 @@ def solve_layers(
     finished layer's strategies wait in a temporary directory. The final
     arrays are then assembled one at a time, each written to a file and
     returned memory-mapped (the file already unlinked), so that at most one
-    of them is ever held in memory."""
+    of them is ever held in memory. The files go to a temporary directory
+    in `scratch_dir` (default: the system's; it needs about twice the
+    table's size, and should be on disk, not in memory)."""
     global _CONTEXT
     all_states = np.sort(np.concatenate([layer.states for layer in layers]))
     figures = _SharedFigures(all_states.size, len(game.terminal_payoff))
     residual, rounds, certify_seconds = 0.0, 0, 0.0
-    with tempfile.TemporaryDirectory(prefix="charge-spark-layers-") as spill:
+    with tempfile.TemporaryDirectory(prefix="charge-spark-layers-", dir=scratch_dir) as spill:
         _CONTEXT = _LayerContext(game, layers, all_states, figures, spill)
         try:
             for done in _run_layers(layers, workers):

@@ -114,6 +114,7 @@ def solve_from(
     estimated_states: float | None = None,
     estimated_from: str = "from there",
     workers: int = 1,
+    scratch_dir: str | os.PathLike[str] | None = None,
 ) -> SolveResult:
     """Solve the part of `game` reachable from `roots`. Enumeration stops with
     `GraphTooLargeError` past `max_states` states, or by default past what
@@ -122,7 +123,8 @@ def solve_from(
     clearly would not fit is refused before enumerating.
 
     A game with a `progress_rank` is solved rank by rank (`layered`), holding
-    one rank's transitions at a time, on `workers` processes; any other
+    one rank's transitions at a time, on `workers` processes, with its
+    working files in `scratch_dir` (see `layered.solve_layers`); any other
     through its whole graph, in this process."""
     if estimated_states is not None:
         refuse_if_estimate_too_large(estimated_states, estimated_from, max_states, bytes_per_state(game))
@@ -152,7 +154,7 @@ def solve_from(
             ) from None
     timings["enumerate"] = time.perf_counter() - clock
     if hasattr(game, "progress_rank"):
-        return _solve_layers(game, layers, timings, show_progress, workers)
+        return _solve_layers(game, layers, timings, show_progress, workers, scratch_dir)
     return _solve_graph(graph, game, timings, show_progress)
 
 
@@ -168,13 +170,14 @@ def _outcome_labels(source) -> dict:
 
 def _solve_layers(
     game: StochasticGame, layers: list[Layer], timings: dict[str, float], show_progress: bool, workers: int,
+    scratch_dir: str | os.PathLike[str] | None = None,
 ) -> SolveResult:
     clock = time.perf_counter()
     with tqdm(
         desc="solving", total=sum(layer.states.size for layer in layers), unit=" states", delay=1.0,
         disable=not show_progress,
     ) as bar:
-        solution = solve_layers(game, layers, progress=bar.update, workers=workers)
+        solution = solve_layers(game, layers, progress=bar.update, workers=workers, scratch_dir=scratch_dir)
     # Solving and certifying interleave rank by rank (and across workers): one wall time for both.
     timings["solve"] = time.perf_counter() - clock
     return SolveResult(
