@@ -181,9 +181,11 @@ class PeakMemory:
     """The most memory this process and its child processes use together, in
     bytes: the sum of their proportional set sizes (a page shared by k of them
     counts 1/k to each, so shared memory is counted once), sampled every
-    `interval` seconds on a background thread."""
+    `interval` seconds on a background thread. A sample reads each process's
+    page tables (about 40 ms for a few GB), so sampling often would slow the
+    solve it measures; the peaks it looks for last longer than that."""
 
-    def __init__(self, interval: float = 0.25) -> None:
+    def __init__(self, interval: float = 2.0) -> None:
         self.interval = interval
         self.peak = 0
         self._stop = threading.Event()

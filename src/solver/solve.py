@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable
 
 import numpy as np
+import psutil
 from tqdm import tqdm
 
 from .bracketing import bracket_values, seat_mirror
@@ -41,10 +42,12 @@ def usable_cores() -> int:
 
 
 def available_memory() -> int | None:
-    """Bytes of physical memory available now, or None if the system does not say."""
+    """Bytes of memory a new allocation can have now without swapping: free
+    memory plus the file cache the system would give back (MemAvailable),
+    or None if the system does not say."""
     try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
+        return int(psutil.virtual_memory().available)
+    except (OSError, RuntimeError, AttributeError):  # pragma: no cover - an unsupported system
         return None
 
 
