@@ -53,6 +53,18 @@ def test_no_table_is_stored_where_the_disk_would_keep_too_little(tmp_path, monke
     assert table.result.values.size > 0  # the solve is still there to use
 
 
+def test_an_unstored_table_asked_for_mapped_is_read_from_a_copy_deleted_at_once(tmp_path, monkeypatch):
+    room = 10**12
+    monkeypatch.setattr(tables, "room_to_store", lambda directory, size: False)
+    monkeypatch.setattr(tables.shutil, "disk_usage", lambda path: Usage(room, 0, room))
+    table = tables.solved_table(SMALL, tmp_path, mapped=True)
+    assert not table.stored and isinstance(table.result.values, np.memmap)
+    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == []  # neither kept nor left over
+    reference = tables.solved_table(SMALL, tmp_path / "kept")
+    for name in ARRAY_FIELDS:
+        np.testing.assert_array_equal(getattr(table.result, name), getattr(reference.result, name))
+
+
 def test_room_to_store_needs_twice_the_size_and_the_reserve_left(tmp_path, monkeypatch):
     size = 10**9
     for free, room in ((3 * size + tables.DISK_RESERVE_BYTES, True), (3 * size + tables.DISK_RESERVE_BYTES - 1, False)):

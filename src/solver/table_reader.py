@@ -101,7 +101,10 @@ class TableReader:
         problem = _inconsistency(self._arrays)
         if problem:
             raise DamagedTableError(f"{self.path}: inconsistent arrays ({problem})")
-        return result_from(self.path, dict(self._arrays), self.header)
+        # The states are searched (binary search over the whole array) for every lookup; a
+        # mapped array sits at an unaligned offset in the zip, where numpy would copy all of
+        # it for each search: they are held in memory instead (8 bytes a state).
+        return result_from(self.path, {**self._arrays, "states": np.array(self._arrays["states"])}, self.header)
 
     def index_of(self, code: int) -> int:
         """Index of the state `code`; KeyError if the table does not hold it."""

@@ -7,6 +7,7 @@ handling of damaged files.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -136,10 +137,28 @@ def solved_table(
             game, [code], show_progress=show_progress, max_states=max_states,
             estimated_states=estimate_reachable(rules), estimated_from="from the start", workers=workers,
         )
-        stored = _store(path, result, key, {"fingerprint": key, "rules": canonical_mapping(rules)}, warn)
-        if stored and mapped:
-            result = cached_table(path, key, warn, mapped=True) or result  # the solve's arrays are freed
+        meta = {"fingerprint": key, "rules": canonical_mapping(rules)}
+        stored = _store(path, result, key, meta, warn)
+        if mapped:
+            # The solve's arrays are let go for a mapping of the file: of the stored table, else of
+            # a copy deleted at once (the mapping keeps it readable until it is dropped).
+            result = (cached_table(path, key, warn, mapped=True) if stored else _mapped_copy(path, result, key, meta)) or result
         return SolvedTable(rules, result, path, reused=False, stored=stored)
+
+
+def _mapped_copy(path: Path, result: SolveResult, key: str, meta: dict) -> SolveResult | None:
+    """`result` written beside `path` and mapped back, the file unlinked at once;
+    None where the disk has no room for it even for a while, or the write fails."""
+    if shutil.disk_usage(path.parent).free < table_bytes(result) + DISK_RESERVE_BYTES:
+        return None
+    copy = path.with_name(f".{path.name}.unkept-{os.getpid()}")
+    try:
+        save_table(copy, result, key, meta)
+        return TableReader(copy, key).mapped()
+    except (OSError, DamagedTableError):
+        return None
+    finally:
+        copy.unlink(missing_ok=True)
 
 
 def table_bytes(result: SolveResult) -> int:
