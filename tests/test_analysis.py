@@ -4,6 +4,7 @@ values, simple policies, sensitivity variants, and the charts' drawing aids."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,14 +13,20 @@ from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import held_bonus_counts, initial_position
-from solver.analysis.draws import draw_values
-from solver.analysis.restricted import WithoutRowAction, value_without, _Job
+from solver.analysis.card_status import card_flags
+from solver.analysis.chain import chain_of_play, expected_visits, play_chain
+from solver.analysis.draws import draw_values, table_draw_values
+from solver.analysis.policy_play import PolicyPlay, play_figures, table_policy
+from solver.analysis.positions import annotated_positions
+from solver.analysis.restricted import RestrictedJob, WithoutRowAction, value_without
 from solver.analysis.sensitivity import longer_board, sensitivity_variants, shorter_board, summary_from
-from solver.analysis.skill_gap import greedy_policy, skill_gap, uniform_policy
-from solver.analysis.usage import CardStatus, card_usage
+from solver.analysis.skill_gap import greedy_policy, skill_gap, table_skill_gap, uniform_policy
+from solver.analysis.usage import CardStatus, card_usage, statuses, table_card_usage
 from solver.report.charts import bar_chart, heat_map, nice_ticks
 from solver.graph import build_graph
 from solver.solve import solve_from
+from solver.summary import play_from
+from solver.tables import SolvedTable
 
 TINY = ["board=S*M", "health=1", "battery_tiles=2", "disc_tiles=2", "bonus_cards=ray,copy"]
 
@@ -56,7 +63,7 @@ def _count_of(expansion, card) -> np.ndarray:
 def test_barring_a_card_never_helps_p1(solved):
     rules, _, result, start = solved
     for card in ("lightning", "move"):
-        assert value_without(_Job(rules, card)).value <= result.values[start] + 1e-9
+        assert value_without(RestrictedJob(rules, card)).value <= result.values[start] + 1e-9
 
 
 def test_card_usage_shares_are_distributions(solved):
@@ -171,7 +178,7 @@ def test_a_restricted_game_that_fails_gives_nan_and_the_reason(monkeypatch):
         raise RuntimeError("numerically closed")
 
     monkeypatch.setattr(restricted, "_value_without", fails)
-    answer = restricted.value_without(_Job(apply_overrides(RuleSet(), TINY), "spark"))
+    answer = restricted.value_without(RestrictedJob(apply_overrides(RuleSet(), TINY), "spark"))
     assert np.isnan(answer.value) and answer.error == "RuntimeError: numerically closed"
 
 
@@ -179,3 +186,137 @@ def test_barring_a_card_keeps_the_rank_by_rank_solve(solved):
     rules, game, result, start = solved
     wrapped = WithoutRowAction(game, int(Card.SPARK))
     assert hasattr(game, "progress_rank") == hasattr(wrapped, "progress_rank")
+
+
+# ---- the same figures without the whole graph (what the report does on large tables)
+
+
+@pytest.fixture(scope="module")
+def played(solved):
+    """The table of `solved` as the report sees a stored one (no graph), play from its start, and the visits."""
+    rules, game, result, _ = solved
+    table = SolvedTable(rules, replace(result, graph=None), Path("unused.npz"), reused=True)
+    play = play_from(game, table.result, table.start)
+    return table, play, expected_visits(chain_of_play(play.graph), play.start)
+
+
+def test_play_usage_and_draws_equal_the_whole_graphs(solved, played):
+    rules, game, result, start = solved
+    table, play, visits = played
+    assert 1 < play.states.size < result.num_states  # play reaches only part of the table
+    whole = card_usage(result.graph, result.values, result.row_strategy, result.col_strategy, start)
+    streamed = table_card_usage(game, table.result, play)
+    assert streamed.cards == whole.cards and streamed.status == whole.status
+    assert np.allclose(streamed.overall, whole.overall, rtol=0, atol=1e-12)
+    assert np.allclose(streamed.by_turn, whole.by_turn, rtol=0, atol=1e-12)
+    assert np.allclose(streamed.alive, whole.alive, rtol=0, atol=1e-12)
+
+    kinds = tuple(c.label for c in game.codec.bonus_kinds)
+    whole_draws = draw_values(result.graph, result.values, result.row_strategy, result.col_strategy, start,
+                              held_bonus_counts(game.codec, result.states), kinds)
+    streamed_draws = table_draw_values(game, table.result, play, visits, chunk=53)
+    for a, b in zip(streamed_draws, whole_draws, strict=True):
+        assert a.card == b.card
+        assert a.gain == pytest.approx(b.gain, abs=1e-12) and a.draws_per_game == pytest.approx(b.draws_per_game, abs=1e-12)
+
+    whole_visits = expected_visits(play_chain(result.graph, result.row_strategy, result.col_strategy), start)
+    assert np.allclose(whole_visits[play.index], visits, rtol=0, atol=1e-12)
+    outside = np.ones(result.num_states, bool)
+    outside[play.index] = False
+    assert not whole_visits[outside].any()
+
+
+@pytest.mark.parametrize("rule_set", [TINY, ["board=SM", "health=2", "battery_tiles=2", "disc_tiles=2", "bonus_cards="]],
+                         ids=["tiny", "no-bonus"])
+def test_card_status_streamed_in_chunks_equals_the_whole_graphs(rule_set):
+    rules = apply_overrides(RuleSet(), rule_set)
+    game = ChargeSparkGame(rules)
+    code = game.encode(initial_position(rules))
+    result = solve_from(game, [code], show_progress=False)
+    graph = build_graph(game, result.states)
+    whole = card_usage(graph, result.values, result.row_strategy, result.col_strategy, result.index_of(code))
+    played_states = np.flatnonzero(expected_visits(play_chain(graph, result.row_strategy, result.col_strategy),
+                                                   result.index_of(code)) > 0)
+    flags = card_flags(game, result, result.states[played_states], chunk=97)  # many chunks, some split mid-way
+    legal = np.flatnonzero(flags.legal)
+    assert tuple(game.action_labels[a] for a in legal) == whole.cards
+    assert statuses(flags, legal, whole.cards) == whole.status
+
+
+def test_positions_from_play_equal_the_whole_graphs(solved, played):
+    rules, game, result, start = solved
+    table, play, visits = played
+    answer = lambda code: result.answer(code, game)  # noqa: E731
+    whole_visits = expected_visits(play_chain(result.graph, result.row_strategy, result.col_strategy), start)
+    whole = annotated_positions_whole(rules, result, whole_visits, answer)
+    streamed = annotated_positions(rules, table.result, play.states, visits, answer, chunk=101)
+    assert [(a.title, a.code) for a in streamed] == [(a.title, a.code) for a in whole]
+    assert [a.frequency for a in streamed] == pytest.approx([a.frequency for a in whole], abs=1e-12)
+    # Where play never reaches a kind: the table's first position of it, found chunk by chunk.
+    never = annotated_positions(rules, table.result, play.states, np.zeros_like(visits), answer, chunk=101)
+    first = annotated_positions_whole(rules, result, np.zeros(result.num_states), answer)
+    assert [(a.title, a.code, a.frequency) for a in never] == [(a.title, a.code, 0.0) for a in first]
+    assert len({a.code for a in first}) == len(first) > 3
+
+
+def annotated_positions_whole(rules, result, visits, answer):
+    """The positions as picked over every state at once (the report's former way)."""
+    from rules.charge_spark.state import PositionCodec, player_digits
+    from solver.analysis.positions import AnnotatedPosition, situations
+
+    codec = PositionCodec(rules)
+    p1, p2 = player_digits(codec, result.states, 0), player_digits(codec, result.states, 1)
+    shown, taken = [], np.zeros(result.num_states, bool)
+    for situation in situations(rules):
+        where = np.nonzero(situation.test(p1, p2) & ~taken)[0]
+        if where.size:
+            i = int(where[np.argmax(visits[where])])
+            taken[i] = True
+            shown.append(AnnotatedPosition(situation.title, situation.why, int(result.states[i]), float(visits[i]),
+                                           answer(int(result.states[i]))))
+    return shown
+
+
+def test_skill_gap_by_policy_games_equals_the_whole_graphs(solved):
+    rules, game, result, start = solved
+    g = result.graph
+    strength = np.array([rules.damage_of(card) for card in Card])
+    fallback = [int(Card.CHARGE), int(Card.BARRIER), int(Card.MOVE)]
+    whole = skill_gap(g, start, result.row_strategy, result.col_strategy, {
+        "uniform": (uniform_policy(g.row_ptr), uniform_policy(g.col_ptr)),
+        "greedy": (greedy_policy(g.row_ptr, g.row_actions, strength, fallback),
+                   greedy_policy(g.col_ptr, g.col_actions, strength, fallback)),
+    })
+    policies = {
+        "uniform": lambda codes, ptr, actions: uniform_policy(ptr),
+        "greedy": lambda codes, ptr, actions: greedy_policy(ptr, actions, strength, fallback),
+    }
+    code = int(result.states[start])
+    labels = []
+
+    def play(label, policy_game):
+        labels.append(label)
+        return play_figures(policy_game, code, show_progress=False)
+
+    streamed = table_skill_gap(game, replace(result, graph=None), policies, play)
+    assert len(labels) == 6
+    for a, b in zip(streamed, whole):
+        assert a.name == b.name
+        for name in ("win_vs_optimal", "win_vs_best_response", "value_vs_best_response", "optimal_win_vs_policy"):
+            assert getattr(a, name) == pytest.approx(getattr(b, name), abs=1e-9), (a.name, name)
+
+
+def test_a_policy_game_gives_the_fixed_player_one_action_and_weights_its_outcomes(solved):
+    _, game, result, _ = solved
+    codes = result.states[:50]
+    plain = game.expand(codes)
+    fixed = PolicyPlay(game, lambda c, ptr, actions: uniform_policy(ptr)).expand(codes)
+    assert np.all(fixed.row_count == 1) and np.array_equal(fixed.col_count, plain.col_count)
+    assert np.add.reduceat(fixed.out_prob, _starts(fixed.out_count)) == pytest.approx(np.ones(int(fixed.col_count.sum())))
+    both = PolicyPlay(game, lambda c, ptr, actions: uniform_policy(ptr), table_policy(result, 1)).expand(codes)
+    assert np.all(both.row_count == 1) and np.all(both.col_count == 1)
+    assert np.add.reduceat(both.out_prob, _starts(both.out_count)) == pytest.approx(np.ones(codes.size))
+
+
+def _starts(counts):
+    return np.concatenate([[0], np.cumsum(counts)[:-1]])

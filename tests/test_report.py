@@ -164,3 +164,75 @@ def test_report_with_the_handicap_row(tmp_path):
     value = float(re.findall(r"<td>([0-9.]+)</td>", row)[0])
     assert value < 0.5
     assert "Left out" not in html
+
+
+def _body(html: str) -> str:
+    """The page without what changes from run to run (when it was made, the seconds taken, what came from the cache)."""
+    html = re.sub(r"generated [^<]*</p>", "", html)
+    html = re.sub(r"<td>[0-9.]+( \(cached\))?</td></tr>", "<td></td></tr>", html)  # a variant's solve time
+    return re.sub(r"Time per section \(seconds\):[^<]*", "", html)
+
+
+def test_second_report_has_the_same_content(report, tmp_path):
+    html, _, cache, _ = report
+    result = run("report", *SMALL, "--set", f"name={HOSTILE_NAME}", "--out", str(tmp_path / "again.html"),
+                 "--cache-dir", str(cache))
+    assert result.exit_code == 0, result.output
+    assert _body((tmp_path / "again.html").read_text()) == _body(html)
+
+
+def test_sections_left_out_are_named_and_absent(tmp_path):
+    out = tmp_path / "report.html"
+    result = run("report", *SMALL, "--sections", "usage,positions", "--out", str(out), "--cache-dir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    html = out.read_text()
+    for shown in ("headline", "usage", "positions"):
+        assert f'id="{shown}"' in html, shown
+    for left in ("strength", "sensitivity", "skill"):
+        assert f'id="{left}"' not in html, left
+    assert re.search(r'id="left-out">.*strength, sensitivity, skill\.', html)
+    assert "further solves" not in result.stderr  # no restricted game or variant was solved
+
+
+def test_an_unknown_section_is_one_line_and_exit_2(tmp_path):
+    result = run("report", *SMALL, "--sections", "usage,nonsense", "--out", str(tmp_path / "r.html"))
+    assert result.exit_code == 2
+    assert "'nonsense'" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_rules_too_large_even_rank_by_rank_are_refused_in_one_line(tmp_path):
+    result = run("report", "--set", "health=40", "--out", str(tmp_path / "r.html"), "--cache-dir", str(tmp_path))
+    assert result.exit_code == 2
+    assert result.stderr.startswith("charge-spark: error: the report solves the rules in force rank by rank")
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_an_interrupted_report_resumes_where_it_left_off(tmp_path, monkeypatch):
+    import solver.report.solves as solves
+
+    cache = tmp_path / "tables"
+    solved = []
+    real = solves.value_without
+
+    def interrupted_at_the_third(job):
+        if len(solved) == 2:
+            raise KeyboardInterrupt
+        solved.append(job.card)
+        return real(job)
+
+    monkeypatch.setattr(solves, "value_without", interrupted_at_the_third)
+    # One solve at a time: in this process, each on every core, one by one.
+    args = ("report", *SMALL, "--sections", "strength", "--workers", "1", "--cache-dir", str(cache))
+    result = run(*args, "--out", str(tmp_path / "first.html"))
+    assert result.exit_code == 130 and "run the report again to resume" in result.stderr
+    assert "solve 1 of " in result.stderr and "solve 3 of " in result.stderr
+    total = int(re.search(r"solve 1 of (\d+)", result.stderr).group(1))
+
+    monkeypatch.setattr(solves, "value_without", real)
+    result = run(*args, "--out", str(tmp_path / "second.html"))
+    assert result.exit_code == 0, result.output
+    assert f"solve 1 of {total - 2} " in result.stderr  # the two finished before are not solved again
+    html = (tmp_path / "second.html").read_text()
+    for card in solved:
+        assert re.search(rf'<td class="text">{card}</td><td>[0-9.]+</td>', html), card

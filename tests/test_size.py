@@ -95,13 +95,15 @@ def test_a_rule_set_that_fits_is_not_refused_even_at_a_tight_limit():
     assert f"states       {exact:,}" in result.output
 
 
-def test_a_report_whose_graph_would_not_fit_stops_before_any_solve(monkeypatch, tmp_path):
-    import solver.solve
+def test_a_report_whose_rank_by_rank_solve_would_not_fit_stops_before_any_solve(monkeypatch, tmp_path):
+    import solver.analysis.parallel
+    import solver.report.build
 
-    monkeypatch.setattr(solver.solve, "available_memory", lambda: 24e9)
+    for module in (solver.analysis.parallel, solver.report.build):
+        monkeypatch.setattr(module, "memory_available", lambda: 4e9)
     started = time.perf_counter()
-    result = CliRunner().invoke(main, ["report", "--out", str(tmp_path / "r.html")])
+    result = CliRunner().invoke(main, ["report", "--out", str(tmp_path / "r.html"), "--cache-dir", str(tmp_path)])
     assert time.perf_counter() - started < 20  # no solve was started
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
-    assert "the report walks the whole transition graph of the rules in force: about 50,000,000 states" in result.stderr
+    assert "the report solves the rules in force rank by rank: about 50,000,000 states" in result.stderr
     assert not (tmp_path / "r.html").exists()

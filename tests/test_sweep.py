@@ -278,7 +278,7 @@ def test_a_workers_memory_limit_caps_the_states_when_it_is_the_tightest(monkeypa
     from solver import solve
 
     gigabyte = 10**9
-    monkeypatch.setattr(solve, "fitting_states", lambda: 10**7)
+    monkeypatch.setattr(solve, "fitting_states", lambda per_state=None: 10**7)
     monkeypatch.setattr(sweep_module, "worker_memory_limit", lambda: None)
     assert state_limit(None) == (None, None)  # not on a worker: the solve checks memory itself
     monkeypatch.setattr(sweep_module, "worker_memory_limit", lambda: gigabyte)
@@ -286,5 +286,5 @@ def test_a_workers_memory_limit_caps_the_states_when_it_is_the_tightest(monkeypa
     limit, refusal = state_limit(None)
     assert limit == cap and "1.0 GB memory limit" in refusal and f"{cap:,}" in refusal
     assert state_limit(1000) == (1000, None)  # the user's tighter limit
-    monkeypatch.setattr(solve, "fitting_states", lambda: 1000)
+    monkeypatch.setattr(solve, "fitting_states", lambda per_state=None: 1000)
     assert state_limit(None) == (None, None)  # less memory free than the worker may use

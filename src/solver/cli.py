@@ -261,18 +261,32 @@ def answer_at(
               help="Write the report here (default: reports/charge-and-spark.html for the printed rules,"
                    " reports/charge-and-spark-FINGERPRINT.html otherwise).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Solves run at once (default 2: each holds its whole game in memory).")
-def report(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, output: str | None,
-           workers: int | None) -> None:
-    """Write the HTML balance report of the rules in force (one self-contained file)."""
-    from .report.build import build_report
+              help="Solves run at once (default 2, fewer when that many would not fit in memory together).")
+@click.option("--sections", "section_names", default=None, metavar="NAME,...",
+              help="Only these sections (headline, usage, strength, sensitivity, positions, skill; the headline is"
+                   " always in); the report says which it leaves out. Default: all.")
+@click.pass_context
+def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None,
+           output: str | None, workers: int | None, section_names: str | None) -> None:
+    """Write the HTML balance report of the rules in force (one self-contained file).
+
+    Every part is kept in the cache as soon as it is computed: running the
+    same report again reuses them, and an interrupted one resumes."""
+    from .report.build import build_report, chosen_sections
     from .report.render import render_report
 
+    try:
+        sections = chosen_sections(section_names)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--sections") from None
     rule_set = rules_in_force(rules_file, overrides)
     path = Path(output) if output else default_report_path(rule_set)
     started = time.perf_counter()
     note = lambda message: click.echo(f"report: {printable(message)}", err=True)  # noqa: E731
-    built = build_report(rule_set, cache_dir, workers=workers, show_progress=sys.stderr.isatty(), log=note)
+    ctx.obj["interrupt_note"] = ("nothing partial was saved; the parts finished so far are kept in the cache:"
+                                " run the report again to resume")
+    built = build_report(rule_set, cache_dir, workers=workers, show_progress=sys.stderr.isatty(), log=note,
+                         sections=sections)
     if not output:
         path.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(path, render_report(built))

@@ -14,6 +14,7 @@ from rules.charge_spark.game import ChargeSparkGame
 
 from .certify import expected_length_and_distribution
 from .graph import GameGraph, build_graph, expansion_of, graph_of
+from .result import SolveResult
 from .tables import SolvedTable
 
 UNENDING = "unending"
@@ -51,16 +52,12 @@ def played_graph(table: SolvedTable) -> tuple[GameGraph, np.ndarray, np.ndarray]
     strategies never make and that leave these states end in an extra terminal
     outcome that nothing reaches. The whole table can be far larger than what
     optimal play visits (and its graph larger than memory)."""
-    result = table.result
-    game = ChargeSparkGame(table.rules)
-    reached = np.array([table.start], np.int64)
-    frontier = reached
-    while frontier.size:
-        expansion = expansion_of(game, frontier)
-        live = _played_outcomes(result, frontier, expansion)
-        nxt = np.unique(expansion["out_next"][live])
-        frontier = nxt[~np.isin(nxt, reached)]
-        reached = np.union1d(reached, frontier)
+    return played_graph_from(ChargeSparkGame(table.rules), table.result, table.start)
+
+
+def played_graph_from(game, result: SolveResult, start: int) -> tuple[GameGraph, np.ndarray, np.ndarray]:
+    """`played_graph` of the solved `result` of `game`, from the state coded `start`."""
+    reached = played_states(game, result, start)
     expansion = expansion_of(game, reached)
     out_next = expansion["out_next"].astype(np.int64)
     live = np.flatnonzero(out_next >= 0)
@@ -78,6 +75,29 @@ def played_graph(table: SolvedTable) -> tuple[GameGraph, np.ndarray, np.ndarray]
     return graph, _segments(result.row_ptr, result.row_strategy, index), _segments(result.col_ptr, result.col_strategy, index)
 
 
+def played_states(game, result: SolveResult, start: int, chunk: int = 1 << 16) -> np.ndarray:
+    """Sorted codes of the states `result`'s strategies reach from the state
+    coded `start`: breadth first, marking reached states by their index in the
+    table (a sorted list of the reached ones would be re-sorted every turn),
+    expanding the frontier in chunks."""
+    reached = np.zeros(result.num_states, bool)
+    frontier = np.array([result.index_of(start)], np.int64)
+    reached[frontier] = True
+    while frontier.size:
+        found = []
+        for lo in range(0, frontier.size, chunk):
+            codes = np.asarray(result.states[frontier[lo : lo + chunk]])
+            expansion = expansion_of(game, codes)
+            nxt = np.unique(expansion["out_next"][_played_outcomes(result, codes, expansion)])
+            at = np.searchsorted(result.states, nxt)
+            if at.size and (at.max() >= result.num_states or np.any(result.states[at] != nxt)):
+                raise KeyError("a state optimal play reaches is missing from the table")
+            found.append(at[~reached[at]])
+        frontier = np.unique(np.concatenate(found))
+        reached[frontier] = True
+    return np.asarray(result.states[np.flatnonzero(reached)])
+
+
 def _segments(ptr: np.ndarray, values: np.ndarray, index: np.ndarray) -> np.ndarray:
     """values[ptr[i]:ptr[i+1]] for each i in `index`, joined."""
     counts = ptr[index + 1] - ptr[index]
@@ -88,6 +108,13 @@ def _segments(ptr: np.ndarray, values: np.ndarray, index: np.ndarray) -> np.ndar
 def _played_outcomes(result, codes: np.ndarray, expansion: dict[str, np.ndarray]) -> np.ndarray:
     """Mask of the outcomes (in `expansion` of `codes`) that lead to a state
     through a pair of cards both strategies play."""
+    return (_outcome_weights(result, codes, expansion) > 0) & (expansion["out_next"] >= 0)
+
+
+def _outcome_weights(result, codes: np.ndarray, expansion: dict[str, np.ndarray]) -> np.ndarray:
+    """The probability of each outcome (in `expansion` of `codes`) under the
+    strategies of `result`: P1's weight on its card, times P2's on its card,
+    times the outcome's own probability; 0 where either card is never played."""
     index = np.searchsorted(result.states, codes)
     row_w = _segments(result.row_ptr, result.row_strategy, index)
     col_w = _segments(result.col_ptr, result.col_strategy, index)
@@ -97,19 +124,83 @@ def _played_outcomes(result, codes: np.ndarray, expansion: dict[str, np.ndarray]
     state = np.repeat(np.arange(codes.size), m * n)
     within = np.arange(state.size) - np.repeat(np.concatenate([[0], np.cumsum(m * n)[:-1]]), m * n)
     r, c = within // n[state], within % n[state]
-    played = (row_w[row_start[state] + r] > 0) & (col_w[col_start[state] + c] > 0)
-    return np.repeat(played, expansion["out_count"]) & (expansion["out_next"] >= 0) & (expansion["out_prob"] > 0)
+    wr, wc = row_w[row_start[state] + r], col_w[col_start[state] + c]
+    cell = np.where((wr > 0) & (wc > 0), wr * wc, 0.0)
+    prob = np.asarray(expansion["out_prob"], np.float64)
+    return np.where(prob > 0, np.repeat(cell, expansion["out_count"]) * prob, 0.0)
+
+
+@dataclass(frozen=True, eq=False)
+class Play:
+    """Play under a solved table's strategies from one start, as a Markov
+    chain over the states it reaches: `graph` gives each state one 1 x 1
+    stage game whose outcomes are where a turn leads (a state's index in
+    `states`, or a terminal outcome) with their probabilities. Far smaller
+    than those states' game graph (every pair of cards, every outcome)."""
+
+    states: np.ndarray  # codes, sorted
+    index: np.ndarray  # each state's index in the table
+    graph: GameGraph
+    start: int  # index of the start in `states`
+
+    @property
+    def strategy(self) -> np.ndarray:
+        """The one action's weight at every state (for either seat)."""
+        return np.ones(self.states.size)
+
+
+def play_from(game, result: SolveResult, start: int, chunk: int = 1 << 16) -> Play:
+    """`Play` of the solved `result` of `game` from the state coded `start`,
+    built chunk by chunk of the states it reaches."""
+    states = played_states(game, result, start)
+    terminals = len(game.terminal_payoff)
+    counts, targets, probs = [], [], []
+    for lo in range(0, states.size, chunk):
+        codes = states[lo : lo + chunk]
+        expansion = expansion_of(game, codes)
+        weight = _outcome_weights(result, codes, expansion)
+        nxt = np.asarray(expansion["out_next"], np.int64)
+        source = np.repeat(np.repeat(np.arange(codes.size), expansion["row_count"] * expansion["col_count"]),
+                           expansion["out_count"])
+        keep = weight > 0
+        source, nxt, weight = source[keep], nxt[keep], weight[keep]
+        live = nxt >= 0
+        nxt[live] = np.searchsorted(states, nxt[live])
+        # One entry per (state, where it leads): terminals sort first (-1 - t < 0).
+        key = source * (states.size + terminals) + (nxt + terminals)
+        merged, slot = np.unique(key, return_inverse=True)
+        counts.append(np.bincount(merged // (states.size + terminals), minlength=codes.size))
+        targets.append(merged % (states.size + terminals) - terminals)
+        probs.append(np.bincount(slot, weights=weight, minlength=merged.size))
+    single = np.arange(states.size + 1, dtype=np.int64)
+    out_ptr = np.zeros(states.size + 1, np.int64)
+    np.cumsum(np.concatenate(counts), out=out_ptr[1:])
+    graph = GameGraph(
+        states=states, row_ptr=single, row_actions=np.zeros(states.size, np.int16), col_ptr=single,
+        col_actions=np.zeros(states.size, np.int16), cell_ptr=single, out_ptr=out_ptr,
+        out_next=np.concatenate(targets), out_prob=np.concatenate(probs),
+        terminal_payoff=np.asarray(game.terminal_payoff, np.float64), terminal_labels=tuple(game.terminal_labels),
+        unending_payoff=float(game.unending_payoff), action_labels=tuple(game.action_labels),
+    )
+    return Play(states, np.searchsorted(result.states, states), graph, int(np.searchsorted(states, start)))
 
 
 def summarise_start(table: SolvedTable, max_turns: int = 200) -> StartSummary:
     """Value, outcome probabilities and game length (exact: state probabilities
     propagated turn by turn under the table's strategies, over the states they
     reach) at the start."""
-    result = table.result
-    i = result.index_of(table.start)
+    return summarise_from(ChargeSparkGame(table.rules), table.result, table.start, max_turns)
+
+
+def summarise_from(
+    game, result: SolveResult, start: int, max_turns: int = 200, play: Play | None = None,
+) -> StartSummary:
+    """`summarise_start` of the solved `result` of `game` at the state coded
+    `start`; `play`: its `play_from` there, if already built."""
+    i = result.index_of(start)
     outcomes = {label: float(result.terminal_probability[i, t]) for t, label in enumerate(result.terminal_labels)}
     outcomes[UNENDING] = float(result.unending_probability[i])
-    graph, row, col = played_graph(table)
-    start = int(np.searchsorted(graph.states, table.start))
-    expected, pmf = expected_length_and_distribution(graph, row, col, start, max_turns)
+    play = play or play_from(game, result, start)
+    ones = play.strategy
+    expected, pmf = expected_length_and_distribution(play.graph, ones, ones, play.start, max_turns)
     return StartSummary(float(result.values[i]), outcomes, expected, pmf)

@@ -32,7 +32,7 @@ from rules.charge_spark.config import RuleSet, RulesError, apply_overrides, fing
 from rules.charge_spark.game import ChargeSparkGame
 
 from .graph import GraphTooLargeError
-from .tables import solved_table
+from .tables import solved_table, warn_on_stderr
 
 # Dask and the solver's kernels are imported where a sweep runs, so the CLI starts without them.
 if TYPE_CHECKING:
@@ -175,35 +175,40 @@ def worker_memory_limit() -> int | None:
         return None
 
 
-def state_limit(max_states: int | None) -> tuple[int | None, str | None]:
+def state_limit(max_states: int | None, per_state: int | None = None) -> tuple[int | None, str | None]:
     """The most states a solve on this worker may enumerate, and what to say if
     that refuses a rule set (None: the solve's own message says it). Workers
     solving side by side share the machine's memory, so the worker's memory
     limit (a local cluster splits the machine between its workers) binds when
-    it is tighter than both `max_states` and the memory available now."""
+    it is tighter than both `max_states` and the memory available now.
+    `per_state`: the solve's bytes a state (default: a whole-graph solve's)."""
     from .solve import GRAPH_BYTES_PER_STATE, fitting_states
 
+    per_state = per_state or GRAPH_BYTES_PER_STATE
     memory = worker_memory_limit()
     if memory is None:
         return max_states, None
-    cap = int(0.9 * memory / GRAPH_BYTES_PER_STATE)
-    available = fitting_states()
+    cap = int(0.9 * memory / per_state)
+    available = fitting_states(per_state)
     if (max_states is not None and max_states <= cap) or (available is not None and available <= cap):
         return max_states, None
     return cap, (
         f"more than {cap:,} reachable states, the most a solve can hold in 90% of its worker's"
-        f" {memory / 1e9:.1f} GB memory limit at {GRAPH_BYTES_PER_STATE:,} bytes a state"
+        f" {memory / 1e9:.1f} GB memory limit at {per_state:,} bytes a state"
     )
 
 
 def solve_row(rules: RuleSet, cache_dir: str | None, max_states: int | None) -> SweepRow:
     """Solve `rules` (or load its table) and summarise the start: the task a worker runs."""
+    from .solve import bytes_per_state
     from .summary import summarise_start
 
     started = time.perf_counter()
-    limit, refusal = state_limit(max_states)
+    # Charge & Spark is solved rank by rank: the limit is at that solve's bytes a state.
+    limit, refusal = state_limit(max_states, bytes_per_state(ChargeSparkGame(rules)))
     try:
-        table = solved_table(rules, cache_dir, max_states=limit)
+        # Mapped: once stored, the solve's arrays are let go before the summary walks the table.
+        table = solved_table(rules, cache_dir, max_states=limit, warn=warn_on_stderr, mapped=True)
     except GraphTooLargeError as error:
         nan = float("nan")
         return SweepRow(0, rules, fingerprint(rules), nan, {}, nan, 0, nan, time.perf_counter() - started,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import BLOCK_BYTES, DamagedTableError, block_digest, checked_header, result_from
+from .cache import BLOCK_BYTES, DamagedTableError, _inconsistency, block_digest, checked_header, result_from
 from .result import ARRAY_FIELDS, SolveResult
 
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local file header
@@ -85,6 +85,26 @@ class TableReader:
                 raise DamagedTableError(f"{self.path}: checksum mismatch in {name} (the file was changed or damaged)")
             seen.add(block)
         return np.array(a[lo:hi])
+
+    def mapped(self) -> SolveResult:
+        """The whole table with every array memory-mapped (read-only), each block
+        verified now: analyses can stream over a table larger than the memory
+        they may use, the pages staying reclaimable file cache."""
+        for name, a in self._arrays.items():
+            raw = a.reshape(-1).view(np.uint8) if a.size else np.empty(0, np.uint8)
+            digests = self.header["blocks"].get(name, [])
+            if len(digests) != -(-raw.size // BLOCK_BYTES) or any(
+                block_digest(raw[i * BLOCK_BYTES : (i + 1) * BLOCK_BYTES]) != digest for i, digest in enumerate(digests)
+            ):
+                raise DamagedTableError(f"{self.path}: checksum mismatch in {name} (the file was changed or damaged)")
+            self._verified[name] = set(range(len(digests)))
+        problem = _inconsistency(self._arrays)
+        if problem:
+            raise DamagedTableError(f"{self.path}: inconsistent arrays ({problem})")
+        # The states are searched (binary search over the whole array) for every lookup; a
+        # mapped array sits at an unaligned offset in the zip, where numpy would copy all of
+        # it for each search: they are held in memory instead (8 bytes a state).
+        return result_from(self.path, {**self._arrays, "states": np.array(self._arrays["states"])}, self.header)
 
     def index_of(self, code: int) -> int:
         """Index of the state `code`; KeyError if the table does not hold it."""

@@ -7,6 +7,9 @@ handling of damaged files.
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +22,13 @@ from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 
 from .cache import DamagedTableError, default_cache_dir, load_table, quarantine, save_table, table_lock, table_path
-from .result import SolveResult
+from .result import ARRAY_FIELDS, SolveResult
 from .table_reader import TableReader
+
+DISK_RESERVE_BYTES = 5 * 10**9
+"""A new table is stored only if the disk keeps at least twice its size plus this free:
+a sweep or report of large rule sets must not fill the disk with tables it has
+already summarised (their numbers are kept in the results cache)."""
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,7 @@ class SolvedTable:
     result: SolveResult
     path: Path
     reused: bool  # loaded from the cache rather than solved now
+    stored: bool = True  # False when solved now and left unstored for want of disk space
 
     @property
     def fingerprint(self) -> str:
@@ -42,11 +51,19 @@ class SolvedTable:
         return ChargeSparkGame(self.rules).encode(initial_position(self.rules))
 
 
-def cached_table(path: Path, key: str, warn: Callable[[str], None] | None = None) -> SolveResult | None:
+def warn_on_stderr(message: str) -> None:
+    """A one-line warning, where no caller collects them (a worker process, say)."""
+    print(f"charge-spark: warning: {message}", file=sys.stderr, flush=True)
+
+
+def cached_table(
+    path: Path, key: str, warn: Callable[[str], None] | None = None, *, mapped: bool = False,
+) -> SolveResult | None:
     """The solved table at `path`, or None; a damaged one is reported through
-    `warn`, moved aside and ignored."""
+    `warn`, moved aside and ignored. `mapped`: memory-mapped rather than read
+    into memory (every block still verified)."""
     try:
-        return load_table(path, key)
+        return TableReader(path, key).mapped() if mapped else load_table(path, key)
     except FileNotFoundError:
         return None
     except DamagedTableError as error:
@@ -94,18 +111,22 @@ def solved_table(
     show_progress: bool = False,
     warn: Callable[[str], None] | None = None,
     workers: int = 1,
+    mapped: bool = False,
 ) -> SolvedTable:
     """The table of every state reachable from the start under `rules`.
 
     Loaded from the cache (`cache_dir`, default `default_cache_dir()`) when a
-    sound table is stored there; otherwise solved and stored atomically. A
-    second process asking for the same rules waits for the first and reuses
-    its table. Rules whose estimated size clearly exceeds `max_states` (or
-    the memory available) are refused before enumerating."""
+    sound table is stored there (`mapped`: memory-mapped, not read into
+    memory); otherwise solved and stored atomically, unless that would leave
+    the disk too little free space (`room_to_store`) or the write fails: then
+    `warn` says so in one line and the table is returned unstored. A second
+    process asking for the same rules waits for the first and reuses its
+    table. Rules whose estimated size clearly exceeds `max_states` (or the
+    memory available) are refused before enumerating."""
     key = fingerprint(rules)
     path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
     with table_lock(path):
-        result = None if force else cached_table(path, key, warn)
+        result = None if force else cached_table(path, key, warn, mapped=mapped)
         if result is not None:
             return SolvedTable(rules, result, path, reused=True)
         from .solve import solve_from  # the compiled kernels load only when a solve is needed
@@ -116,5 +137,54 @@ def solved_table(
             game, [code], show_progress=show_progress, max_states=max_states,
             estimated_states=estimate_reachable(rules), estimated_from="from the start", workers=workers,
         )
-        save_table(path, result, key, {"fingerprint": key, "rules": canonical_mapping(rules)})
-        return SolvedTable(rules, result, path, reused=False)
+        meta = {"fingerprint": key, "rules": canonical_mapping(rules)}
+        stored = _store(path, result, key, meta, warn)
+        if mapped:
+            # The solve's arrays are let go for a mapping of the file: of the stored table, else of
+            # a copy deleted at once (the mapping keeps it readable until it is dropped).
+            result = (cached_table(path, key, warn, mapped=True) if stored else _mapped_copy(path, result, key, meta)) or result
+        return SolvedTable(rules, result, path, reused=False, stored=stored)
+
+
+def _mapped_copy(path: Path, result: SolveResult, key: str, meta: dict) -> SolveResult | None:
+    """`result` written beside `path` and mapped back, the file unlinked at once;
+    None where the disk has no room for it even for a while, or the write fails."""
+    if shutil.disk_usage(path.parent).free < table_bytes(result) + DISK_RESERVE_BYTES:
+        return None
+    copy = path.with_name(f".{path.name}.unkept-{os.getpid()}")
+    try:
+        save_table(copy, result, key, meta)
+        return TableReader(copy, key).mapped()
+    except (OSError, DamagedTableError):
+        return None
+    finally:
+        copy.unlink(missing_ok=True)
+
+
+def table_bytes(result: SolveResult) -> int:
+    """Roughly the size of `result` stored (its arrays; the header is small beside them)."""
+    return sum(np.asarray(getattr(result, name)).nbytes for name in ARRAY_FIELDS)
+
+
+def room_to_store(directory: Path, size: int) -> bool:
+    """Whether a table of `size` bytes may be written to `directory`: the disk
+    keeps at least 2 x `size` + `DISK_RESERVE_BYTES` free after it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return shutil.disk_usage(directory).free - size >= 2 * size + DISK_RESERVE_BYTES
+
+
+def _store(path: Path, result: SolveResult, key: str, meta: dict, warn: Callable[[str], None] | None) -> bool:
+    """Store the table unless the disk lacks room; a failed write leaves any stored table as it was."""
+    say = warn or (lambda message: None)
+    size = table_bytes(result)
+    if not room_to_store(path.parent, size):
+        free = shutil.disk_usage(path.parent).free
+        say(f"not storing the table {path.name} ({size / 1e9:.1f} GB): the disk would keep {(free - size) / 1e9:.1f}"
+            f" GB free, under twice its size plus {DISK_RESERVE_BYTES / 1e9:.0f} GB")
+        return False
+    try:
+        save_table(path, result, key, meta)  # atomic: a temporary file renamed over the old one
+    except OSError as error:
+        say(f"could not store the table {path.name}: {error}")
+        return False
+    return True

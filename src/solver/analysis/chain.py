@@ -23,11 +23,18 @@ class CellIndex:
 
     @classmethod
     def of(cls, graph: GameGraph) -> "CellIndex":
-        cells = np.diff(graph.cell_ptr)
-        state = np.repeat(np.arange(graph.num_states, dtype=np.int64), cells)
-        local = np.arange(graph.num_cells, dtype=np.int64) - graph.cell_ptr[state]
-        n = np.diff(graph.col_ptr)[state]
-        return cls(state, graph.row_ptr[state] + local // n, graph.col_ptr[state] + local % n)
+        return cls.of_counts(np.diff(graph.row_ptr), np.diff(graph.col_ptr))
+
+    @classmethod
+    def of_counts(cls, row_count: np.ndarray, col_count: np.ndarray) -> "CellIndex":
+        """Of states with `row_count` and `col_count` actions each (a game's expansion)."""
+        row_count, col_count = np.asarray(row_count, np.int64), np.asarray(col_count, np.int64)
+        cells = row_count * col_count
+        state = np.repeat(np.arange(cells.size, dtype=np.int64), cells)
+        local = np.arange(int(cells.sum()), dtype=np.int64) - np.repeat(np.cumsum(cells) - cells, cells)
+        n = col_count[state]
+        row_start, col_start = np.cumsum(row_count) - row_count, np.cumsum(col_count) - col_count
+        return cls(state, row_start[state] + local // n, col_start[state] + local % n)
 
 
 def cell_values(graph: GameGraph, values: np.ndarray) -> np.ndarray:
@@ -74,6 +81,24 @@ def play_chain(graph: GameGraph, row_strategy: np.ndarray, col_strategy: np.ndar
     ends = (graph.out_next < 0) & (weight > 0)
     ending = np.zeros((n, graph.terminal_payoff.shape[0]))
     np.add.at(ending, (source[ends], -1 - graph.out_next[ends]), weight[ends])
+    return PlayChain(transition, ending)
+
+
+def chain_of_play(graph: GameGraph) -> PlayChain:
+    """`play_chain` of a graph whose every state has one 1 x 1 stage game (a
+    `summary.Play`'s), built straight from its outcome arrays: a table's play
+    can reach tens of millions of states, too many for per-outcome temporaries."""
+    n = graph.num_states
+    if graph.num_cells != n or graph.row_actions.size != n or graph.col_actions.size != n:
+        raise ValueError("a graph with one 1 x 1 stage game per state expected")
+    live = graph.out_next >= 0
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.add.reduceat(live, graph.out_ptr[:-1]) if n else [], out=indptr[1:])
+    transition = sp.csr_matrix((graph.out_prob[live], graph.out_next[live], indptr), shape=(n, n))
+    ends = np.flatnonzero(~live)
+    source = np.searchsorted(graph.out_ptr, ends, side="right") - 1
+    ending = np.zeros((n, graph.terminal_payoff.shape[0]))
+    np.add.at(ending, (source, -1 - graph.out_next[ends]), graph.out_prob[ends])
     return PlayChain(transition, ending)
 
 

@@ -12,7 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..graph import GameGraph
+from rules.charge_spark.state import held_bonus_counts
+
+from ..graph import GameGraph, expansion_of
+from ..result import SolveResult
+from ..summary import Play
 from .chain import CellIndex, expected_visits, play_chain
 
 
@@ -38,22 +42,67 @@ def draw_values(
     out_cell = np.repeat(np.arange(graph.num_cells, dtype=np.int64), np.diff(graph.out_ptr))
     live = (graph.out_next >= 0) & (cell_weight[out_cell] > 0)
     cell, nxt, prob = out_cell[live], graph.out_next[live], graph.out_prob[live]
-    source = cells.state[cell]
-    drawn = held[nxt] - held[source]  # (outcomes, 2, kinds)
+    drawn = held[nxt] - held[cells.state[cell]]  # (outcomes, 2, kinds)
+    sums = _draw_sums(cell, cell_weight, values[nxt], drawn, prob, len(kinds))
+    return _draw_values(kinds, *sums)
 
-    gain_sum = np.zeros(len(kinds))
-    weight_sum = np.zeros(len(kinds))
+
+def table_draw_values(
+    game, result: SolveResult, play: Play, visits: np.ndarray, chunk: int = 1 << 16,
+) -> list[DrawValue]:
+    """`draw_values` of the solved table `result` of `game` (Charge & Spark),
+    from `play` (its chain of play from the start) and `visits` (expected
+    visits of each of its states), streamed chunk by chunk of those states."""
+    kinds = tuple(card.label for card in game.codec.bonus_kinds)
+    gain_sum, weight_sum = np.zeros(len(kinds)), np.zeros(len(kinds))
+    for lo in range(0, play.states.size, chunk):
+        codes, index = play.states[lo : lo + chunk], play.index[lo : lo + chunk]
+        e = expansion_of(game, codes)
+        cells = CellIndex.of_counts(e["row_count"], e["col_count"])
+        row_w = np.asarray(result.row_strategy[_at(result.row_ptr, index)])
+        col_w = np.asarray(result.col_strategy[_at(result.col_ptr, index)])
+        cell_weight = visits[lo + cells.state] * row_w[cells.row] * col_w[cells.col]
+        out_cell = np.repeat(np.arange(cells.state.size, dtype=np.int64), e["out_count"])
+        live = (e["out_next"] >= 0) & (cell_weight[out_cell] > 0)
+        cell, nxt, prob = out_cell[live], e["out_next"][live].astype(np.int64), e["out_prob"][live]
+        drawn = held_bonus_counts(game.codec, nxt) - held_bonus_counts(game.codec, codes)[cells.state[cell]]
+        gain, weight = _draw_sums(cell, cell_weight, result.values[np.searchsorted(result.states, nxt)], drawn, prob,
+                                  len(kinds))
+        gain_sum += gain
+        weight_sum += weight
+    return _draw_values(kinds, gain_sum, weight_sum)
+
+
+def _at(ptr: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Positions of the segments ptr[i]:ptr[i+1] of each i in `index`, joined."""
+    counts = ptr[index + 1] - ptr[index]
+    return np.repeat(ptr[index] - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+
+
+def _draw_sums(
+    cell: np.ndarray, cell_weight: np.ndarray, next_values: np.ndarray, drawn: np.ndarray, prob: np.ndarray,
+    kinds: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per kind: the weighted gain over a draw at random, and the weight, of the
+    outcomes given (each of cell `cell`, value `next_values` to P1 after it,
+    `drawn[j, seat, k]` cards of kind k drawn by `seat`)."""
+    gain_sum, weight_sum = np.zeros(kinds), np.zeros(kinds)
+    cells = cell_weight.size
     for seat in (0, 1):
-        to_drawer = values[nxt] if seat == 0 else 1.0 - values[nxt]
+        to_drawer = next_values if seat == 0 else 1.0 - next_values
         drew = drawn[:, seat, :] > 0
         any_draw = drew.any(axis=1)
         # The same draw at random: the cell's outcomes in which this seat draws, averaged.
-        mass = np.bincount(cell, weights=prob * any_draw, minlength=graph.num_cells)
-        total = np.bincount(cell, weights=prob * any_draw * to_drawer, minlength=graph.num_cells)
+        mass = np.bincount(cell, weights=prob * any_draw, minlength=cells)
+        total = np.bincount(cell, weights=prob * any_draw * to_drawer, minlength=cells)
         at_random = np.divide(total, mass, out=np.zeros_like(total), where=mass > 0)[cell]
         weight = cell_weight[cell] * prob
         gain_sum += (weight * (to_drawer - at_random)) @ drew
         weight_sum += weight @ drew
+    return gain_sum, weight_sum
+
+
+def _draw_values(kinds: tuple[str, ...], gain_sum: np.ndarray, weight_sum: np.ndarray) -> list[DrawValue]:
     return [
         DrawValue(card, float(g / w) if w > 0 else float("nan"), float(w))
         for card, g, w in zip(kinds, gain_sum, weight_sum)

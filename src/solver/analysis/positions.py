@@ -1,9 +1,10 @@
 """A handful of telling positions, each the most frequent of its kind under
 optimal play (by expected visits from the start), with the stage game there.
 
-Each kind is a test on position fields (vectorised over the table's states);
+Each kind is a test on position fields (vectorised over batches of states);
 where optimal play never reaches one, the first such position in the table is
-shown instead, and a kind the table holds no position of is left out."""
+shown instead (found by scanning the table in chunks), and a kind the table
+holds no position of is left out."""
 
 from __future__ import annotations
 
@@ -71,22 +72,41 @@ def situations(rules: RuleSet) -> list[Situation]:
     return kinds
 
 
+CHUNK_STATES = 1 << 20
+
+
 def annotated_positions(
-    rules: RuleSet, result: SolveResult, visits: np.ndarray, answer: Callable[[int], StateAnswer],
+    rules: RuleSet, result: SolveResult, visited: np.ndarray, visits: np.ndarray,
+    answer: Callable[[int], StateAnswer], chunk: int = CHUNK_STATES,
 ) -> list[AnnotatedPosition]:
-    """Each situation's most visited position (`visits` per state index of
-    `result`), never one already shown for an earlier situation."""
+    """Each situation's most visited position (`visits[j]`: expected visits of
+    the state coded `visited[j]`, sorted codes; every other state of `result` is
+    never visited), never one already shown for an earlier situation. Where
+    none is visited, the first such state of `result`."""
     codec = PositionCodec(rules)
-    p1 = player_digits(codec, result.states, 0)
-    p2 = player_digits(codec, result.states, 1)
-    shown = []
-    taken = np.zeros(result.num_states, bool)
+    p1, p2 = player_digits(codec, visited, 0), player_digits(codec, visited, 1)
+    shown: list[AnnotatedPosition] = []
+    taken: set[int] = set()
     for situation in situations(rules):
-        where = np.nonzero(situation.test(p1, p2) & ~taken)[0]
-        if where.size == 0:
-            continue
-        i = int(where[np.argmax(visits[where])])  # the first of them if none is ever visited
-        taken[i] = True
-        code = int(result.states[i])
-        shown.append(AnnotatedPosition(situation.title, situation.why, code, float(visits[i]), answer(code)))
+        where = np.flatnonzero(situation.test(p1, p2) & ~np.isin(visited, list(taken)))
+        if where.size and visits[where].max() > 0:
+            j = int(where[np.argmax(visits[where])])  # the first in code order on ties, as in the table
+            code, frequency = int(visited[j]), float(visits[j])
+        else:
+            code, frequency = _first_in_table(codec, result.states, situation, taken, chunk), 0.0
+            if code is None:
+                continue
+        taken.add(code)
+        shown.append(AnnotatedPosition(situation.title, situation.why, code, frequency, answer(code)))
     return shown
+
+
+def _first_in_table(codec: PositionCodec, states: np.ndarray, situation: Situation, taken: set[int], chunk: int) -> int | None:
+    """The first of `states` (in order) of `situation`'s kind not in `taken`, or None."""
+    for lo in range(0, states.shape[0], chunk):
+        codes = np.asarray(states[lo : lo + chunk])
+        hits = codes[situation.test(player_digits(codec, codes, 0), player_digits(codec, codes, 1))]
+        hits = hits[~np.isin(hits, list(taken))]
+        if hits.size:
+            return int(hits[0])
+    return None

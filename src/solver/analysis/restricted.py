@@ -3,7 +3,7 @@ through a wrapper that filters P1's actions (the rules engine is untouched)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,12 +80,17 @@ class RestrictedValue:
 
 
 @dataclass(frozen=True)
-class _Job:
+class RestrictedJob:
     rules: RuleSet
     card: str
+    workers: int = 1
+    """Processes the solve may use (rank by rank)."""
+    show_progress: bool = False
+    max_states: int | None = None
+    """Refuse to enumerate more (None: what the solver's own memory check allows)."""
 
 
-def value_without(job: _Job) -> RestrictedValue:
+def value_without(job: RestrictedJob) -> RestrictedValue:
     """Solve the game from the start with P1 barred from `job.card` (or say why it could not be)."""
     try:
         return _value_without(job)
@@ -93,13 +98,16 @@ def value_without(job: _Job) -> RestrictedValue:
         return RestrictedValue(job.card, float("nan"), float("nan"), f"{type(error).__name__}: {error}")
 
 
-def _value_without(job: _Job) -> RestrictedValue:
+def _value_without(job: RestrictedJob) -> RestrictedValue:
     from ..solve import solve_from
 
     game = ChargeSparkGame(job.rules)
     start = game.encode(initial_position(job.rules))
     banned = game.action_labels.index(job.card)
-    result = solve_from(WithoutRowAction(game, banned), [start], show_progress=False)
+    result = solve_from(
+        WithoutRowAction(game, banned), [start], show_progress=job.show_progress, workers=job.workers,
+        max_states=job.max_states,
+    )
     i = result.index_of(start)
     wins = [t for t, label in enumerate(result.terminal_labels) if label.startswith("P1 wins")]
     return RestrictedValue(job.card, float(result.values[i]), float(result.terminal_probability[i, wins].sum()))
@@ -107,7 +115,10 @@ def _value_without(job: _Job) -> RestrictedValue:
 
 def restricted_values(
     rules: RuleSet, cards: Sequence[str], *, workers: int | None = None, show_progress: bool = False,
+    on_answer: Callable[[RestrictedValue], None] | None = None,
 ) -> list[RestrictedValue]:
-    """`value_without` for each card, in parallel."""
-    jobs = [_Job(rules, card) for card in cards]
-    return run_all(value_without, jobs, workers=workers, description="restricted play", show_progress=show_progress)
+    """`value_without` for each card, in parallel; `on_answer` gets each as it finishes."""
+    jobs = [RestrictedJob(rules, card) for card in cards]
+    keep = (lambda i, answer: on_answer(answer)) if on_answer else None
+    return run_all(value_without, jobs, workers=workers, description="restricted play", show_progress=show_progress,
+                   on_answer=keep)

@@ -9,7 +9,7 @@ set. A variant the rules refuse is listed with the reason."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -18,10 +18,9 @@ from rules.charge_spark.config import RuleSet, RulesError, apply_overrides, fing
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
 
-from ..certify import expected_length_and_distribution
-from ..graph import GraphTooLargeError, build_graph
-from ..summary import UNENDING, StartSummary, summarise_start
-from ..tables import solved_table
+from ..graph import GraphTooLargeError
+from ..summary import StartSummary, summarise_from, summarise_start
+from ..tables import solved_table, warn_on_stderr
 from .parallel import default_workers, run_all
 
 START_BATTERY_READINGS = (0, 2)  # the French page and the English rulebook
@@ -137,47 +136,55 @@ def longer_board(board: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Job:
+class VariantJob:
     variant: Variant
     cache_dir: str | None
+    workers: int = 1
+    """Processes the solve may use (rank by rank)."""
+    show_progress: bool = False
+    max_states: int | None = None
+    """Refuse to enumerate more (None: what the solver's own memory check allows)."""
 
 
 def summarise_variants(
     variants: Sequence[Variant], cache_dir: Path | str | None, *, workers: int | None = None,
-    show_progress: bool = False,
+    show_progress: bool = False, on_answer: Callable[[Variant, VariantSummary | Skipped], None] | None = None,
 ) -> list[VariantSummary | Skipped]:
     """Each variant's start summary (or why it could not be solved): rule sets
     as a sweep (on a local Dask cluster, through their cached solved tables),
     then start positions, solved from there in a process pool; never more
-    than `workers` solves at once."""
+    than `workers` solves at once. `on_answer(variant, answer)` gets each
+    answer as it finishes."""
+    keep = on_answer or (lambda variant, answer: None)
     answers: dict[int, VariantSummary | Skipped] = {}
     rule_sets = [(i, v) for i, v in enumerate(variants) if v.start is None]
     if rule_sets:
         from ..sweep import run_sweep
 
-        finished = {}
+        def finished(row) -> None:
+            i, variant = rule_sets[row.index]
+            answers[i] = Skipped(variant.label, row.error) if row.error else VariantSummary(
+                row.value, dict(row.outcomes), row.expected_length, row.solve_seconds, row.reused,
+            )
+            keep(variant, answers[i])
+
         try:
             run_sweep(
                 [v.rules for _, v in rule_sets], workers=workers or default_workers(), cache_dir=cache_dir, retries=0,
-                on_row=lambda row: finished.__setitem__(row.index, row), show_progress=show_progress,
+                on_row=finished, show_progress=show_progress,
             )
         except Exception:  # noqa: BLE001 - a solve that failed every retry; the rest are redone one by one below
             pass
-        for k, (i, variant) in enumerate(rule_sets):
-            row = finished.get(k)
-            if row is not None:
-                answers[i] = Skipped(variant.label, row.error) if row.error else VariantSummary(
-                    row.value, dict(row.outcomes), row.expected_length, row.solve_seconds, row.reused,
-                )
     # Start positions, and any rule set the sweep could not finish (then its failure is reported).
     rest = [(i, v) for i, v in enumerate(variants) if i not in answers]
-    jobs = [_Job(v, str(cache_dir) if cache_dir else None) for _, v in rest]
-    done = run_all(summarise_variant, jobs, workers=workers, description="other variants", show_progress=show_progress)
+    jobs = [VariantJob(v, str(cache_dir) if cache_dir else None) for _, v in rest]
+    done = run_all(summarise_variant, jobs, workers=workers, description="other variants", show_progress=show_progress,
+                   on_answer=lambda k, answer: keep(rest[k][1], answer))
     answers.update((i, answer) for (i, _), answer in zip(rest, done))
     return [answers[i] for i in range(len(variants))]
 
 
-def summarise_variant(job: _Job) -> VariantSummary | Skipped:
+def summarise_variant(job: VariantJob) -> VariantSummary | Skipped:
     """The variant's summary, or why it could not be solved (too large, or the solver failed)."""
     try:
         return _summary(job)
@@ -187,28 +194,32 @@ def summarise_variant(job: _Job) -> VariantSummary | Skipped:
         return Skipped(job.variant.label, f"the solve failed: {type(error).__name__}: {error}")
 
 
-def _summary(job: _Job) -> VariantSummary:
+def _summary(job: VariantJob) -> VariantSummary:
     started = time.perf_counter()
     variant = job.variant
     if variant.start is None:
-        table = solved_table(variant.rules, job.cache_dir)
+        # Mapped: once stored, the solve's own arrays are let go before the summary walks the table.
+        table = solved_table(
+            variant.rules, job.cache_dir, workers=job.workers, show_progress=job.show_progress,
+            max_states=job.max_states, warn=warn_on_stderr, mapped=True,
+        )
         return VariantSummary.of(summarise_start(table), time.perf_counter() - started, table.reused)
-    return VariantSummary.of(summary_from(variant.rules, variant.start), time.perf_counter() - started, False)
+    summary = summary_from(variant.rules, variant.start, workers=job.workers, show_progress=job.show_progress,
+                           max_states=job.max_states)
+    return VariantSummary.of(summary, time.perf_counter() - started, False)
 
 
-def summary_from(rules: RuleSet, start: str, max_turns: int = 200) -> StartSummary:
+def summary_from(
+    rules: RuleSet, start: str, max_turns: int = 200, *, workers: int = 1, show_progress: bool = False,
+    max_states: int | None = None,
+) -> StartSummary:
     """The start summary of play from the position `start` (solved now, not stored)."""
     from ..solve import solve_from
 
     game = ChargeSparkGame(rules)
     code = game.encode(parse_position(start, rules))
-    result = solve_from(game, [code], show_progress=False)
-    i = result.index_of(code)
-    outcomes = {label: float(result.terminal_probability[i, t]) for t, label in enumerate(result.terminal_labels)}
-    outcomes[UNENDING] = float(result.unending_probability[i])
-    graph = result.graph if result.graph is not None else build_graph(game, result.states)  # a rank-by-rank solve keeps none
-    expected, pmf = expected_length_and_distribution(graph, result.row_strategy, result.col_strategy, i, max_turns)
-    return StartSummary(float(result.values[i]), outcomes, expected, pmf)
+    result = solve_from(game, [code], show_progress=show_progress, workers=workers, max_states=max_states)
+    return summarise_from(game, result, code, max_turns)
 
 
 def variant_key(variant: Variant) -> str:

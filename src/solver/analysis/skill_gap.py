@@ -1,15 +1,22 @@
 """Skill gap: how simple policies fare against optimal play and against the
-best response to them (exact outcome probabilities, no sampling)."""
+best response to them (exact outcome probabilities, no sampling).
+
+`skill_gap` works on a whole game graph (small games; the reference);
+`table_skill_gap` solves games in which the policies are played as chance
+(`policy_play`), rank by rank, so it needs no graph of the whole game."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..certify import best_response, outcome_probabilities, pure_strategy
 from ..graph import GameGraph
+from ..protocol import StochasticGame
+from ..result import SolveResult
+from .policy_play import PlayFigures, Policy, PolicyPlay, table_policy
 
 
 def uniform_policy(ptr: np.ndarray) -> np.ndarray:
@@ -74,5 +81,32 @@ def skill_gap(
             win_vs_best_response=p1_win(as_p1, pure_strategy(graph, 1, replies)),
             value_vs_best_response=float(values[start]),
             optimal_win_vs_policy=p1_win(row_optimal, as_p2),
+        ))
+    return results
+
+
+SOLVES_PER_POLICY = 3
+
+
+def table_skill_gap(
+    game: StochasticGame, table: SolveResult, policies: dict[str, Policy],
+    play: Callable[[str, PolicyPlay], PlayFigures],
+) -> list[PolicyResult]:
+    """`skill_gap` against the strategies of the solved `table` of `game`;
+    `policies`: name -> the policy (for either seat). `play(label, game)`
+    solves one policy game from the start and returns its figures there
+    (three per policy: against P2's optimal strategy, against P2's best
+    response, and P1's optimal strategy against the policy as P2)."""
+    results = []
+    for name, policy in policies.items():
+        against_optimal = play(f"{name} against optimal play", PolicyPlay(game, policy, table_policy(table, 1)))
+        against_best = play(f"{name} against its best response", PolicyPlay(game, policy, None))
+        optimal_against = play(f"optimal play against {name}", PolicyPlay(game, table_policy(table, 0), policy))
+        results.append(PolicyResult(
+            name=name,
+            win_vs_optimal=against_optimal.p1_win,
+            win_vs_best_response=against_best.p1_win,
+            value_vs_best_response=against_best.value,
+            optimal_win_vs_policy=optimal_against.p1_win,
         ))
     return results

@@ -1,5 +1,10 @@
 """Which cards optimal play uses: how often, turn by turn, and which it never
-needs (exact, by propagating state probabilities under the reported strategies)."""
+needs (exact, by propagating state probabilities under the reported strategies).
+
+`card_usage` works on a whole game graph (small games; the reference).
+`table_card_usage` gives the same figures for a table of any size: the shares
+from the chain of play over the states it reaches (`summary.Play`), the
+statuses streamed over every state of the table (`card_status`)."""
 
 from __future__ import annotations
 
@@ -8,12 +13,14 @@ from enum import Enum
 
 import numpy as np
 
-from ..graph import GameGraph
-from .chain import CellIndex, cell_values, play_chain
+import scipy.sparse as sp
 
-OPTIMAL_TOLERANCE = 1e-9
-"""A card counts as an optimal reply where it loses less than this against the
-opponent's reported strategy (the values are certified to about 1e-11)."""
+from ..graph import GameGraph
+from ..protocol import StochasticGame
+from ..result import SolveResult
+from ..summary import Play
+from .card_status import OPTIMAL_TOLERANCE, CardFlags, card_flags
+from .chain import CellIndex, PlayChain, cell_values, chain_of_play, play_chain
 
 
 class CardStatus(Enum):
@@ -47,40 +54,72 @@ def card_usage(
     graph: GameGraph, values: np.ndarray, row_strategy: np.ndarray, col_strategy: np.ndarray,
     start: int, max_turns: int = 200,
 ) -> CardUsage:
-    """Card usage from state index `start` under the two reported strategies."""
-    labels = graph.action_labels
+    """Card usage from state index `start` under the two reported strategies,
+    `graph` holding every state of the table (the status looks at all of them)."""
     legal = np.unique(graph.row_actions.astype(np.int64))
-    cards = tuple(labels[a] for a in legal)
-    column = np.full(len(labels), -1, np.int64)
-    column[legal] = np.arange(legal.size)
+    cards = tuple(graph.action_labels[a] for a in legal)
+    choices = [_choices(graph.row_ptr, graph.row_actions, row_strategy, len(graph.action_labels)),
+               _choices(graph.col_ptr, graph.col_actions, col_strategy, len(graph.action_labels))]
+    overall, by_turn, alive, reached = _shares(play_chain(graph, row_strategy, col_strategy), choices, start, max_turns)
     row_state = np.repeat(np.arange(graph.num_states), np.diff(graph.row_ptr))
-    col_state = np.repeat(np.arange(graph.num_states), np.diff(graph.col_ptr))
+    status = _card_status(graph, values, row_strategy, col_strategy, reached, row_state, legal, cards)
+    return CardUsage(cards, overall[:, legal], by_turn[:, :, legal], alive, status)
 
-    chain = play_chain(graph, row_strategy, col_strategy)
+
+def table_card_usage(
+    game: StochasticGame, result: SolveResult, play: Play, chain: PlayChain | None = None, max_turns: int = 200,
+) -> CardUsage:
+    """`card_usage` of the whole table `result`, from `play`, the chain of play
+    under its strategies from the start (`chain`: its `chain_of_play`, if
+    already built), and a stream over every stored state."""
+    size = len(game.action_labels)
+    choices = [_choices(*_table_side(result.row_ptr, result.row_actions, result.row_strategy, play.index), size),
+               _choices(*_table_side(result.col_ptr, result.col_actions, result.col_strategy, play.index), size)]
+    chain = chain or chain_of_play(play.graph)
+    overall, by_turn, alive, reached = _shares(chain, choices, play.start, max_turns)
+    flags = card_flags(game, result, play.states[reached])
+    legal = np.flatnonzero(flags.legal)
+    cards = tuple(game.action_labels[a] for a in legal)
+    status = statuses(flags, legal, cards)
+    return CardUsage(cards, overall[:, legal], by_turn[:, :, legal], alive, status)
+
+
+def _table_side(ptr: np.ndarray, actions: np.ndarray, weights: np.ndarray, index: np.ndarray):
+    """One seat's (ptr, actions, weights) at the table's states `index`, in that order."""
+    counts = ptr[index + 1] - ptr[index]
+    local_ptr = np.zeros(index.size + 1, np.int64)
+    np.cumsum(counts, out=local_ptr[1:])
+    at = np.repeat(ptr[index] - local_ptr[:-1], counts) + np.arange(local_ptr[-1])
+    return local_ptr, np.asarray(actions[at]), np.asarray(weights[at])
+
+
+def _choices(ptr: np.ndarray, actions: np.ndarray, weights: np.ndarray, size: int) -> sp.csc_matrix:
+    """(action id, state) -> the strategy's weight on that action there: it
+    turns a distribution over states into the distribution of the card played."""
+    return sp.csc_matrix((weights, actions.astype(np.int32), ptr), shape=(size, ptr.size - 1))
+
+
+def _shares(
+    chain: PlayChain, choices: list[sp.csc_matrix], start: int, max_turns: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(overall, by_turn, alive) as in `CardUsage` with a column per action id,
+    and which states play reaches in the turns followed (`choices`: each
+    seat's `_choices`)."""
     per_turn, alive = [], []
-    reached = np.zeros(graph.num_states, bool)
+    reached = np.zeros(chain.transition.shape[0], bool)
     for mass in chain.masses(start, max_turns):
         reached |= mass > 0
         total = mass.sum()
         alive.append(total)
-        per_turn.append(np.stack([
-            _card_mass(mass[row_state] * row_strategy, column[graph.row_actions], legal.size),
-            _card_mass(mass[col_state] * col_strategy, column[graph.col_actions], legal.size),
-        ]) / total)
+        per_turn.append(np.stack([choices[0] @ mass, choices[1] @ mass]) / total)
     alive_arr = np.array(alive)
     by_turn = np.stack(per_turn, axis=1)
     overall = np.einsum("stc,t->sc", by_turn, alive_arr) / alive_arr.sum()
-
-    status = _card_status(graph, values, row_strategy, col_strategy, reached, row_state, column, legal, cards)
-    return CardUsage(cards, overall, by_turn, alive_arr, status)
-
-
-def _card_mass(weights: np.ndarray, card_column: np.ndarray, size: int) -> np.ndarray:
-    return np.bincount(card_column, weights=weights, minlength=size)
+    return overall, by_turn, alive_arr, reached
 
 
 def _card_status(
-    graph: GameGraph, values, row_strategy, col_strategy, reached, row_state, column, legal, cards,
+    graph: GameGraph, values, row_strategy, col_strategy, reached, row_state, legal, cards,
 ) -> dict[str, CardStatus]:
     # A card in the support of some optimal strategy earns the value against
     # every optimal strategy of the opponent; one that earns less against the
@@ -93,21 +132,30 @@ def _card_status(
     played = row_strategy > OPTIMAL_TOLERANCE
     col_state = np.repeat(np.arange(graph.num_states), np.diff(graph.col_ptr))
     col_played = col_strategy > OPTIMAL_TOLERANCE
-    size = legal.size
-    any_of = lambda mask, where, actions: np.bincount(column[actions[mask & where]], minlength=size) > 0  # noqa: E731
-    everywhere = np.ones_like(played)
-    from_start = any_of(played, reached[row_state], graph.row_actions) | any_of(
-        col_played, reached[col_state], graph.col_actions
+    size = len(graph.action_labels)
+    flags = CardFlags(
+        legal=_any_card(np.ones_like(played), graph.row_actions, size),
+        played_from_start=_any_card(played & reached[row_state], graph.row_actions, size)
+        | _any_card(col_played & reached[col_state], graph.col_actions, size),
+        played=_any_card(played, graph.row_actions, size),
+        optimal_reply=_any_card(optimal_reply, graph.row_actions, size),
     )
-    elsewhere = any_of(played, everywhere, graph.row_actions)
-    replies = any_of(optimal_reply, everywhere, graph.row_actions)
+    return statuses(flags, legal, cards)
+
+
+def _any_card(mask: np.ndarray, actions: np.ndarray, size: int) -> np.ndarray:
+    return np.bincount(actions[mask].astype(np.int64), minlength=size) > 0
+
+
+def statuses(flags: CardFlags, legal: np.ndarray, cards: tuple[str, ...]) -> dict[str, CardStatus]:
+    """Each card's status from its flags (`legal`: the cards' action ids)."""
     status = {}
-    for j, card in enumerate(cards):
-        if from_start[j]:
+    for action, card in zip(legal, cards):
+        if flags.played_from_start[action]:
             status[card] = CardStatus.PLAYED
-        elif elsewhere[j]:
+        elif flags.played[action]:
             status[card] = CardStatus.PLAYED_ELSEWHERE
-        elif replies[j]:
+        elif flags.optimal_reply[action]:
             status[card] = CardStatus.OPTIMAL_REPLY
         else:
             status[card] = CardStatus.DEAD

@@ -1,11 +1,19 @@
 """Everything the report shows, computed from the rules in force: the solved
-table (cached), then each section's analysis, with the time each took."""
+table (cached), then each section's analysis, with the time each took.
+
+The table is read memory-mapped and only what play reaches from the start is
+expanded into a graph; what needs every state streams over the table in
+chunks; the skill gap and the ~30 further games are solved rank by rank. So
+the printed rules (49 million states) are reported within the memory a solve
+of them needs. Every section's result is kept in the results cache as soon
+as it is known: a second report reads them, and an interrupted one resumes."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -14,24 +22,29 @@ from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, differences_from_default, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import format_position
-from rules.charge_spark.state import held_bonus_counts
 from rules.charge_spark.size import estimate_reachable
 
 from ..cache import default_cache_dir
-from ..solve import ESTIMATE_MARGIN, GRAPH_BYTES_PER_STATE, EstimatedTooLargeError, approximate_count, byte_size, fitting_states
+from ..solve import ESTIMATE_MARGIN, LAYERED_BYTES_PER_STATE, EstimatedTooLargeError, approximate_count, byte_size
 from ..result import StateAnswer
-from ..summary import StartSummary, summarise_start, transition_graph
-from ..tables import solved_table
-from ..analysis.chain import expected_visits, play_chain
-from ..analysis.draws import DrawValue, draw_values
+from ..summary import Play, StartSummary, play_from, summarise_from
+from ..tables import SolvedTable, solved_table
+from ..analysis.card_status import legal_row_actions
+from ..analysis.chain import PlayChain, chain_of_play, expected_visits
+from ..analysis.draws import DrawValue, table_draw_values
+from ..analysis.parallel import memory_available, states_that_fit
+from ..analysis.policy_play import PlayFigures, PolicyPlay, play_figures
 from ..analysis.positions import AnnotatedPosition, annotated_positions
-from ..analysis.restricted import RestrictedValue, restricted_values
+from ..analysis.restricted import RestrictedValue
 from ..analysis.results_cache import ResultsCache
-from ..analysis.sensitivity import Skipped, Variant, VariantSummary, sensitivity_variants, summarise_variants, variant_key
-from ..analysis.skill_gap import PolicyResult, greedy_policy, skill_gap, uniform_policy
-from ..analysis.usage import CardUsage, card_usage
+from ..analysis.sensitivity import Skipped, Variant, VariantSummary, sensitivity_variants
+from ..analysis.skill_gap import SOLVES_PER_POLICY, PolicyResult, greedy_policy, table_skill_gap, uniform_policy
+from ..analysis.usage import CardUsage, table_card_usage
+from . import entries
+from .solves import plan_solves, restricted_play, variant_summaries
 
 SECTIONS = ("headline", "usage", "strength", "sensitivity", "positions", "skill")
+"""The report's sections, in order; the headline is always there."""
 UNIFORM = "uniform random legal card"
 GREEDY = "strongest affordable attack, else Charge"
 
@@ -45,7 +58,7 @@ class Report:
     changed: list[str]
     summary: StartSummary
     start: StateAnswer
-    usage: CardUsage
+    usage: CardUsage | None
     restricted: list[RestrictedValue]
     draws: list[DrawValue]
     variants: list[tuple[Variant, VariantSummary]]
@@ -53,125 +66,237 @@ class Report:
     positions: list[tuple[str, AnnotatedPosition]]  # (position in notation, annotation)
     skill: list[PolicyResult]
     seconds: dict[str, float] = field(default_factory=dict)
-    """Per section, and "table" for the solve or load of the rules' table."""
+    """Per part, and "table" for the solve or load of the rules' table: what it
+    took when computed (in this run or, for those in `cached`, an earlier one)."""
     table_reused: bool = False
+    sections: tuple[str, ...] = SECTIONS
+    """The sections shown (`--sections`); the others are left out."""
+    cached: set[str] = field(default_factory=set)
+    """Parts read from the results cache rather than computed in this run."""
+
+    @property
+    def left_out(self) -> tuple[str, ...]:
+        return tuple(name for name in SECTIONS if name not in self.sections)
+
+
+def chosen_sections(names: str | None) -> tuple[str, ...]:
+    """The sections named in `names` ("usage,skill"; None: all), in report
+    order, the headline always included; ValueError naming an unknown one."""
+    if names is None:
+        return SECTIONS
+    chosen = {name.strip() for name in names.split(",") if name.strip()}
+    unknown = sorted(chosen - set(SECTIONS))
+    if unknown:
+        raise ValueError(f"unknown section {unknown[0]!r}; the sections are {', '.join(SECTIONS)}")
+    return tuple(name for name in SECTIONS if name in chosen | {"headline"})
 
 
 def build_report(
     rules: RuleSet, cache_dir: Path | str | None = None, *, workers: int | None = None,
     show_progress: bool = False, log: Callable[[str], None] = lambda message: None,
+    sections: tuple[str, ...] = SECTIONS,
 ) -> Report:
-    """Solve (or load) the rules' table and run every analysis the report shows."""
+    """Solve (or load) the rules' table and run the analyses of `sections`."""
     refuse_beyond_memory(rules)
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
-    seconds: dict[str, float] = {}
-    clock = time.perf_counter()
+    parts = _Parts(rules, cache_dir, ResultsCache(cache_dir, fingerprint(rules)), show_progress, log)
 
-    def lap(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        seconds[name] = now - clock
-        clock = now
-        log(f"{name}: {seconds[name]:.1f} s")
+    headline = parts.cached("headline", parts.headline, _headline_entry, _headline_from, play=True)
+    usage = (parts.cached("usage", parts.usage, entries.usage_entry, entries.usage_from, play=True)
+             if "usage" in sections else None)
+    draws = (parts.cached("draws", parts.draws, entries.draws_entry, entries.draws_from, play=True)
+             if "strength" in sections else [])
+    positions = (parts.cached("positions", parts.positions, entries.positions_entry, entries.positions_from, play=True)
+                 if "positions" in sections else [])
+    skill = (parts.cached("skill", parts.skill, lambda results: [asdict(r) for r in results],
+                          lambda entry: [PolicyResult(**r) for r in entry]) if "skill" in sections else [])
+    cards = parts.cached("cards", parts.cards, list, list) if "strength" in sections else []
+    parts.let_go()  # the table and its played graph, before the solves
 
-    log("solving the rules' table (or loading it from the cache)")
-    table = solved_table(rules, cache_dir, show_progress=show_progress)
-    # The many solves run first, while this process holds only the table: at
-    # most `workers` game graphs are in memory at once, never one more here.
-    table = replace(table, result=replace(table.result, graph=None))
-    lap("table")
-
-    results = ResultsCache(cache_dir, fingerprint(rules))
-    cards = tuple(table.result.action_labels[a] for a in np.unique(table.result.row_actions))
-    restricted = _restricted(rules, cards, results, workers, show_progress)
-    lap("strength")
-
-    variants, skipped = sensitivity_variants(rules)
-    answers = _variant_summaries(variants, cache_dir, results, workers, show_progress)
+    variants, skipped = sensitivity_variants(rules) if "sensitivity" in sections else ([], [])
+    plan = plan_solves(rules, cards, variants, parts.results, workers)
+    if plan.total:
+        log(f"{plan.total} further solves to run, {plan.at_once} at a time (the rest of them come from the cache)")
+    restricted = parts.timed("strength", lambda: restricted_play(
+        rules, cards, plan, parts.results, show_progress=show_progress, log=log)) if cards else []
+    answers = parts.timed("sensitivity", lambda: variant_summaries(
+        variants, cache_dir, plan, parts.results, show_progress=show_progress, log=log)) if variants else []
     solved = [(v, s) for v, s in zip(variants, answers) if isinstance(s, VariantSummary)]
     skipped += [s for s in answers if isinstance(s, Skipped)]
-    lap("sensitivity")
 
-    game = ChargeSparkGame(rules)
-    graph = transition_graph(table)
-    result = replace(table.result, graph=graph)
-    table = replace(table, result=result)
-    summary = summarise_start(table)
-    start = result.index_of(table.start)
-    answer = result.answer(table.start, game)
-    lap("headline")
-
-    row, col = result.row_strategy, result.col_strategy
-    usage = card_usage(graph, result.values, row, col, start)
-    visits = expected_visits(play_chain(graph, row, col), start)
-    kinds = tuple(card.label for card in game.codec.bonus_kinds)
-    draws = draw_values(graph, result.values, row, col, start, held_bonus_counts(game.codec, result.states), kinds)
-    lap("usage")
-
-    annotated = annotated_positions(rules, result, visits, lambda code: result.answer(code, game))
-    positions = [(format_position(game.decode(a.code), rules), a) for a in annotated]
-    lap("positions")
-
-    strength = np.array([rules.damage_of(card) for card in Card])
-    fallback = [int(Card.CHARGE), int(Card.BARRIER), int(Card.MOVE)]
-    policies = {
-        UNIFORM: (uniform_policy(graph.row_ptr), uniform_policy(graph.col_ptr)),
-        GREEDY: (greedy_policy(graph.row_ptr, graph.row_actions, strength, fallback),
-                 greedy_policy(graph.col_ptr, graph.col_actions, strength, fallback)),
-    }
-    skill = skill_gap(graph, start, row, col, policies)
-    lap("skill")
-
+    summary, start, states, exploitability = headline
     return Report(
-        rules=rules, fingerprint=table.fingerprint, states=result.num_states,
-        exploitability=result.max_exploitability, changed=differences_from_default(rules), summary=summary,
-        start=answer, usage=usage, restricted=restricted, draws=draws, variants=solved,
-        skipped=skipped, positions=positions, skill=skill, seconds=seconds, table_reused=table.reused,
+        rules=rules, fingerprint=fingerprint(rules), states=states, exploitability=exploitability,
+        changed=differences_from_default(rules), summary=summary, start=start, usage=usage, restricted=restricted,
+        draws=draws, variants=solved, skipped=skipped, positions=positions, skill=skill, seconds=parts.seconds,
+        table_reused=parts.table_reused, sections=sections, cached=parts.from_cache,
     )
 
 
 def refuse_beyond_memory(rules: RuleSet) -> None:
-    """Stop at once, before any solve, when the analyses could not hold the
-    rules' whole transition graph (they walk it: usage, draws, positions,
-    skill gap), rather than after solving for half an hour."""
+    """Stop at once, before any solve, when even a rank-by-rank solve of the
+    rules (which the table, the skill gap and every further game need) clearly
+    would not fit in memory, rather than after solving for hours."""
     estimate = estimate_reachable(rules)
-    limit = fitting_states(GRAPH_BYTES_PER_STATE)
+    limit = states_that_fit(LAYERED_BYTES_PER_STATE)
     if limit is not None and estimate > ESTIMATE_MARGIN * limit:
         raise EstimatedTooLargeError(
-            f"the report walks the whole transition graph of the rules in force: about {approximate_count(estimate)}"
-            f" states (~{byte_size(estimate * GRAPH_BYTES_PER_STATE)} at {GRAPH_BYTES_PER_STATE:,} bytes a state),"
-            f" and the memory available holds about {approximate_count(limit)}; `solve` and `query` handle these rules"
+            f"the report solves the rules in force rank by rank: about {approximate_count(estimate)} states from the"
+            f" start (~{byte_size(estimate * LAYERED_BYTES_PER_STATE)} at {LAYERED_BYTES_PER_STATE:,} bytes a state),"
+            f" and the {memory_available() / 1e9:.1f} GB of memory available holds about {approximate_count(limit)}"
         )
 
 
-def _restricted(rules, cards, results: ResultsCache, workers, show_progress) -> list[RestrictedValue]:
-    known = {card: results.get(f"without:{card}") for card in cards}
-    missing = [card for card, entry in known.items() if entry is None]
-    fresh = {r.card: r for r in restricted_values(rules, missing, workers=workers, show_progress=show_progress)}
-    results.put_all({
-        f"without:{card}": {"value": r.value, "p1_win": r.p1_win} for card, r in fresh.items() if r.error is None
-    })
-    return [fresh[card] if card in fresh else RestrictedValue(card, **known[card]) for card in cards]
+class _Parts:
+    """The parts of the report computed from the rules' table, each read from
+    the results cache when it is there; the table and the graph of the states
+    play reaches are loaded only when some part needs them."""
+
+    def __init__(self, rules: RuleSet, cache_dir: Path, results: ResultsCache, show_progress: bool, log) -> None:
+        self.rules, self.cache_dir, self.results = rules, cache_dir, results
+        self.show_progress, self.log = show_progress, log
+        self.game = ChargeSparkGame(rules)
+        self.seconds: dict[str, float] = {}
+        self.from_cache: set[str] = set()
+        self.table_reused = True
+        self._table: SolvedTable | None = None
+        self._play: Play | None = None
+        self._chain: PlayChain | None = None
+        self._visits: np.ndarray | None = None
+
+    def timed(self, name: str, compute: Callable):
+        started = time.perf_counter()
+        value = compute()
+        self.seconds[name] = time.perf_counter() - started
+        self.log(f"{name}: {self.seconds[name]:.1f} s")
+        return value
+
+    def cached(self, name: str, compute: Callable, to_entry: Callable, from_entry: Callable, *, play: bool = False):
+        """`compute()`, or what the results cache kept of it. What it needs (the
+        table, and with `play` the chain of play) is had and timed first, on its own."""
+        entry = self.results.get(f"report:{name}")
+        if entry is not None:
+            self.seconds[name] = entry["seconds"]
+            self.from_cache.add(name)
+            return from_entry(entry["data"])
+        self._load()
+        if play:
+            self._visits_of_play()  # built (and timed) here, not within the first part that needs it
+        value = self.timed(name, compute)
+        self.results.put_all({f"report:{name}": {"seconds": self.seconds[name], "data": to_entry(value)}})
+        return value
+
+    @property
+    def table(self) -> SolvedTable:
+        return self._load()
+
+    def _load(self) -> SolvedTable:
+        if self._table is None:
+            self.log("solving the rules' table (or reading it from the cache)")
+            self._table = self.timed("table", lambda: solved_table(
+                self.rules, self.cache_dir, show_progress=self.show_progress, warn=self.log, mapped=True,
+                workers=_cores(), max_states=states_that_fit(LAYERED_BYTES_PER_STATE),
+            ))
+            self.table_reused = self._table.reused
+        return self._table
+
+    @property
+    def play(self) -> Play:
+        """Play under the table's strategies from the start, as a chain over the states it reaches."""
+        if self._play is None:
+            self._play = self.timed("play", lambda: play_from(self.game, self.table.result, self.table.start))
+            self.log(f"optimal play reaches {self._play.states.size:,} of the table's"
+                     f" {self.table.result.num_states:,} states")
+        return self._play
+
+    @property
+    def chain(self) -> PlayChain:
+        if self._chain is None:
+            self._chain = chain_of_play(self.play.graph)
+        return self._chain
+
+    @property
+    def visits(self) -> np.ndarray:
+        return self._visits_of_play()
+
+    def _visits_of_play(self) -> np.ndarray:
+        """Expected visits per game of each state of `play`."""
+        if self._visits is None:
+            play = self.play
+            self._visits = self.timed("visits", lambda: expected_visits(self.chain, play.start))
+        return self._visits
+
+    def let_go(self) -> None:
+        self._table = self._play = self._chain = self._visits = None
+
+    def headline(self):
+        result = self.table.result
+        summary = summarise_from(self.game, result, self.table.start, play=self.play)
+        return (summary, result.answer(self.table.start, self.game), result.num_states,
+                _max_exploitability(result))
+
+    def usage(self) -> CardUsage:
+        return table_card_usage(self.game, self.table.result, self.play, self.chain)
+
+    def draws(self) -> list[DrawValue]:
+        return table_draw_values(self.game, self.table.result, self.play, self.visits)
+
+    def positions(self) -> list[tuple[str, AnnotatedPosition]]:
+        result = self.table.result
+        annotated = annotated_positions(self.rules, result, self.play.states, self.visits,
+                                        lambda code: result.answer(code, self.game))
+        return [(format_position(self.game.decode(a.code), self.rules), a) for a in annotated]
+
+    def cards(self) -> list[str]:
+        """P1's cards legal somewhere in the table: one restricted game each."""
+        return [self.game.action_labels[a] for a in legal_row_actions(self.table.result)]
+
+    def skill(self) -> list[PolicyResult]:
+        """The skill gap: its solves one by one, each kept in the results cache as it finishes."""
+        strength = np.array([self.rules.damage_of(card) for card in Card])
+        fallback = [int(Card.CHARGE), int(Card.BARRIER), int(Card.MOVE)]
+        policies = {
+            UNIFORM: lambda codes, ptr, actions: uniform_policy(ptr),
+            GREEDY: lambda codes, ptr, actions: greedy_policy(ptr, actions, strength, fallback),
+        }
+        count, total = itertools.count(1), SOLVES_PER_POLICY * len(policies)
+
+        def play(label: str, game: PolicyPlay) -> PlayFigures:
+            number = next(count)
+            return self.cached(f"skill: {label}", lambda: self._solve_policy_game(label, game, number, total),
+                               entries.figures_entry, entries.figures_from)
+
+        return table_skill_gap(self.game, self.table.result, policies, play)
+
+    def _solve_policy_game(self, label: str, game: PolicyPlay, number: int, total: int) -> PlayFigures:
+        self.log(f"skill gap: solve {number} of {total} ({total - number} more after it): {label}")
+        return play_figures(game, self.table.start, show_progress=self.show_progress, workers=_cores(),
+                            max_states=states_that_fit(LAYERED_BYTES_PER_STATE))
 
 
-def _variant_summaries(
-    variants, cache_dir, results: ResultsCache, workers, show_progress,
-) -> list[VariantSummary | Skipped]:
-    # Only the numbers are kept: a variant summary otherwise costs a graph rebuild even from a cached table.
-    cached = {v: results.get(variant_key(v)) for v in variants}
-    todo = [v for v in variants if cached.get(v) is None]
-    fresh = dict(zip(todo, summarise_variants(todo, cache_dir, workers=workers, show_progress=show_progress)))
-    results.put_all({
-        variant_key(v): _as_entry(s) for v, s in fresh.items() if isinstance(s, VariantSummary)
-    })
-    return [fresh[v] if v in fresh else _from_entry(cached[v]) for v in variants]
+def _headline_entry(headline) -> dict:
+    summary, start, states, exploitability = headline
+    return {"summary": entries.summary_entry(summary), "start": entries.answer_entry(start), "states": states,
+            "exploitability": exploitability}
 
 
-def _as_entry(summary: VariantSummary) -> dict:
-    return {"value": summary.value, "outcomes": summary.outcomes, "expected_length": summary.expected_length,
-            "seconds": summary.seconds, "length_pmf": list(summary.length_pmf)}
+def _headline_from(entry: dict):
+    return (entries.summary_from_entry(entry["summary"]), entries.answer_from(entry["start"]), entry["states"],
+            entry["exploitability"])
 
 
-def _from_entry(entry: dict) -> VariantSummary:
-    return VariantSummary(entry["value"], dict(entry["outcomes"]), entry["expected_length"], entry["seconds"],
-                          True, tuple(entry["length_pmf"]))
+def _max_exploitability(result, chunk: int = 1 << 22) -> float:
+    """`result.max_exploitability`, in chunks: the table may be memory-mapped and larger than memory."""
+    worst = 0.0
+    for lo in range(0, result.num_states, chunk):
+        part = slice(lo, lo + chunk)
+        values = np.asarray(result.values[part])
+        gap = np.maximum(values - result.p1_guarantee[part], result.p2_guarantee[part] - values)
+        worst = max(worst, float(gap.max(initial=0.0)))
+    return worst
+
+
+def _cores() -> int:
+    from ..solve import usable_cores
+
+    return usable_cores()

@@ -79,21 +79,11 @@ def _length_chart(pmf, title: str):
 
 
 def report_charts(r: Report) -> dict:
-    usage = r.usage
-    shown = min(TURNS_SHOWN, usage.by_turn.shape[1])
+    """Every chart of the sections shown."""
     baseline = r.summary
     labels = [v.label for v, _ in r.variants]
     out = {
         "length": _length_chart(r.summary.length_pmf, "How long games last under optimal play"),
-        "usage": charts.bar_chart(
-            "Share of P1's plays going to each card (whole games)", usage.cards, list(100 * usage.overall[0]),
-            "share of P1's cards played (%)", fmt=lambda v: f"{v:.1f}",
-        ),
-        "usage_by_turn": charts.heat_map(
-            "P1's card choice by turn (given the game is still on)", usage.cards, [str(t + 1) for t in range(shown)],
-            (100 * usage.by_turn[0, :shown].T).tolist(), "card", "turn", "% of P1's plays", fmt=lambda v: f"{v:.0f}",
-            low=0.0, high=100.0,
-        ),
         "restricted": charts.bar_chart(
             "Change in P1's value when P1 may not play the card", [x.card for x in r.restricted],
             [100 * (x.value - baseline.value) for x in r.restricted],
@@ -127,6 +117,18 @@ def report_charts(r: Report) -> dict:
             for _, a in r.positions
         ],
     }
+    if r.usage is not None:
+        usage = r.usage
+        shown = min(TURNS_SHOWN, usage.by_turn.shape[1])
+        out["usage"] = charts.bar_chart(
+            "Share of P1's plays going to each card (whole games)", usage.cards, list(100 * usage.overall[0]),
+            "share of P1's cards played (%)", fmt=lambda v: f"{v:.1f}",
+        )
+        out["usage_by_turn"] = charts.heat_map(
+            "P1's card choice by turn (given the game is still on)", usage.cards, [str(t + 1) for t in range(shown)],
+            (100 * usage.by_turn[0, :shown].T).tolist(), "card", "turn", "% of P1's plays", fmt=lambda v: f"{v:.0f}",
+            low=0.0, high=100.0,
+        )
     if r.draws:
         out["draws"] = charts.bar_chart(
             "Value of drawing each bonus card, against a random draw", [d.card for d in r.draws],
@@ -148,5 +150,5 @@ def findings(r: Report) -> dict:
     cost_up = next(
         ((v, s) for v, s in r.variants if v.key.startswith(f"cost.{TITLE_CARD}.") and v.step > 0), None
     )
-    return {"strongest": strongest, "least": least, "dead": r.usage.dead, "cost_up": cost_up,
+    return {"strongest": strongest, "least": least, "dead": r.usage.dead if r.usage else None, "cost_up": cost_up,
             "knockout": _by(r.summary, "by knock-out"), "moon": _by(r.summary, "at the moon")}

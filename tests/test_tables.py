@@ -1,0 +1,91 @@
+"""Getting a rule set's table: memory-mapped reading (every block still
+verified), and no new table stored where it would leave the disk short."""
+
+from __future__ import annotations
+
+import errno
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
+from solver import tables
+from solver.cache import DamagedTableError, load_table, table_path
+from solver.result import ARRAY_FIELDS
+from solver.table_reader import TableReader
+
+SMALL = apply_overrides(RuleSet(), ["board=SM", "health=1", "bonus_cards="])
+Usage = namedtuple("Usage", "total used free")
+
+
+def test_a_mapped_table_holds_what_a_loaded_one_does(tmp_path):
+    solved = tables.solved_table(SMALL, tmp_path)
+    mapped = tables.solved_table(SMALL, tmp_path, mapped=True)
+    loaded = load_table(solved.path, fingerprint(SMALL))
+    assert mapped.reused and isinstance(mapped.result.values, np.memmap)
+    for name in ARRAY_FIELDS:
+        np.testing.assert_array_equal(getattr(mapped.result, name), getattr(loaded, name))
+
+
+def test_a_damaged_table_is_refused_when_mapped_too(tmp_path):
+    path = tables.solved_table(SMALL, tmp_path).path
+    with open(path, "r+b") as f:  # a byte of the values, far from the zip's headers
+        reader = TableReader(path, fingerprint(SMALL))
+        offset = reader._arrays["values"].offset + 8
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(DamagedTableError, match="checksum mismatch in values"):
+        TableReader(path, fingerprint(SMALL)).mapped()
+    warnings = []
+    again = tables.solved_table(SMALL, tmp_path, mapped=True, warn=warnings.append)
+    assert not again.reused and len(warnings) == 1 and "moved aside" in warnings[0]
+
+
+def test_no_table_is_stored_where_the_disk_would_keep_too_little(tmp_path, monkeypatch):
+    monkeypatch.setattr(tables.shutil, "disk_usage", lambda path: Usage(10**12, 0, tables.DISK_RESERVE_BYTES))
+    warnings = []
+    table = tables.solved_table(SMALL, tmp_path, warn=warnings.append)
+    assert not table.stored and not table.path.exists()
+    assert len(warnings) == 1 and "\n" not in warnings[0] and "not storing the table" in warnings[0]
+    assert table.result.values.size > 0  # the solve is still there to use
+
+
+def test_an_unstored_table_asked_for_mapped_is_read_from_a_copy_deleted_at_once(tmp_path, monkeypatch):
+    room = 10**12
+    monkeypatch.setattr(tables, "room_to_store", lambda directory, size: False)
+    monkeypatch.setattr(tables.shutil, "disk_usage", lambda path: Usage(room, 0, room))
+    table = tables.solved_table(SMALL, tmp_path, mapped=True)
+    assert not table.stored and isinstance(table.result.values, np.memmap)
+    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == []  # neither kept nor left over
+    reference = tables.solved_table(SMALL, tmp_path / "kept")
+    for name in ARRAY_FIELDS:
+        np.testing.assert_array_equal(getattr(table.result, name), getattr(reference.result, name))
+
+
+def test_room_to_store_needs_twice_the_size_and_the_reserve_left(tmp_path, monkeypatch):
+    size = 10**9
+    for free, room in ((3 * size + tables.DISK_RESERVE_BYTES, True), (3 * size + tables.DISK_RESERVE_BYTES - 1, False)):
+        monkeypatch.setattr(tables.shutil, "disk_usage", lambda path, free=free: Usage(10**13, 0, free))
+        assert tables.room_to_store(tmp_path, size) is room
+
+
+def test_a_write_that_fails_leaves_the_stored_table_as_it_was(tmp_path, monkeypatch):
+    first = tables.solved_table(SMALL, tmp_path)
+    before = first.path.read_bytes()
+
+    def disk_full(path, *args, **kwargs):
+        partial = path.with_name(f".{path.name}.partial.tmp")
+        partial.write_bytes(b"PK")  # the write got this far
+        partial.unlink()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(tables, "save_table", disk_full)
+    warnings = []
+    again = tables.solved_table(SMALL, tmp_path, force=True, warn=warnings.append)
+    assert not again.stored and len(warnings) == 1 and "No space left on device" in warnings[0]
+    assert first.path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [first.path.name]
+    assert table_path(tmp_path, fingerprint(SMALL)) == first.path
