@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -112,3 +114,23 @@ def test_two_worker_processes_enumerate_the_same_layers():
     for a, b in zip(alone, together):
         np.testing.assert_array_equal(a.states, b.states)
     assert all(layer.exit_ranks and min(layer.exit_ranks) > layer.rank for layer in alone[:-1])
+
+
+def test_a_killed_solve_leaves_no_working_files_behind_the_next_one(tmp_path):
+    import subprocess
+    import sys
+
+    from solver.layered import _SPILL_PREFIX
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    abandoned = tmp_path / f"{_SPILL_PREFIX}{int(gone.stdout)}-x1y2"  # that process has exited
+    abandoned.mkdir()
+    (abandoned / "0.npz").write_bytes(b"left by a solve that was killed")
+    alive = tmp_path / f"{_SPILL_PREFIX}{os.getpid()}-a1b2"  # a solve still running
+    alive.mkdir()
+    rules = apply_overrides(RuleSet(), VARIANTS["no-bonus"])
+    game = ChargeSparkGame(rules)
+    layers = enumerate_by_rank(game, [game.encode(initial_position(rules))])
+    solve_layers(game, layers, scratch_dir=tmp_path)
+    assert not abandoned.exists() and alive.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [alive.name]  # and its own was removed

@@ -26,11 +26,13 @@ from __future__ import annotations
 import mmap
 import multiprocessing
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -258,7 +260,8 @@ def solve_layers(
     all_states = np.sort(np.concatenate([layer.states for layer in layers]))
     figures = _SharedFigures(all_states.size, len(game.terminal_payoff))
     residual, rounds, certify_seconds = 0.0, 0, 0.0
-    with tempfile.TemporaryDirectory(prefix="charge-spark-layers-", dir=scratch_dir) as spill:
+    _remove_abandoned_spills(scratch_dir)
+    with tempfile.TemporaryDirectory(prefix=f"{_SPILL_PREFIX}{os.getpid()}-", dir=scratch_dir) as spill:
         _CONTEXT = _LayerContext(game, layers, all_states, figures, spill)
         try:
             for done in _run_layers(layers, workers):
@@ -273,6 +276,30 @@ def solve_layers(
     return LayeredSolution(
         **arrays, bellman_residual=residual, rounds=rounds, certify_seconds=certify_seconds,
     )
+
+
+_SPILL_PREFIX = "charge-spark-layers-"
+
+
+def _remove_abandoned_spills(scratch_dir: str | os.PathLike[str] | None) -> None:
+    """Delete the working directories of solves whose process is gone (killed
+    outright, so that it could not clean up): they can hold gigabytes."""
+    root = Path(scratch_dir or tempfile.gettempdir())
+    for spill in root.glob(f"{_SPILL_PREFIX}*-*"):
+        pid = spill.name[len(_SPILL_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or _process_exists(int(pid)):
+            continue
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 class _SharedFigures:
