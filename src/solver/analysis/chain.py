@@ -60,7 +60,7 @@ class PlayChain:
         of the probability is still playing."""
         mass = np.zeros(self.transition.shape[0])
         mass[start] = 1.0
-        backward = self.transition.T.tocsr()
+        backward = self.transition.T  # a view (CSC): a copy would double the chain's memory
         for _ in range(max_turns):
             if mass.sum() < alive_below:
                 return

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -111,7 +111,7 @@ def build_report(
     skill = (parts.cached("skill", parts.skill, lambda results: [asdict(r) for r in results],
                           lambda entry: [PolicyResult(**r) for r in entry]) if "skill" in sections else [])
     cards = parts.cached("cards", parts.cards, list, list) if "strength" in sections else []
-    parts.let_go()  # the table and its played graph, before the solves
+    parts.let_go()  # the table and its chain of play, before the solves
 
     variants, skipped = sensitivity_variants(rules) if "sensitivity" in sections else ([], [])
     plan = plan_solves(rules, cards, variants, parts.results, workers)
@@ -215,6 +215,14 @@ class _Parts:
             self._chain = chain_of_play(self.play.graph)
         return self._chain
 
+    def _summary(self) -> StartSummary:
+        """The start summary; the play's graph is let go after it: the chain, built
+        from it before any part that needs play (`cached`), holds what the rest needs."""
+        summary = summarise_from(self.game, self.table.result, self.table.start, play=self.play)
+        if self._chain is not None:
+            self._play = replace(self._play, graph=None)
+        return summary
+
     @property
     def visits(self) -> np.ndarray:
         return self._visits_of_play()
@@ -231,7 +239,7 @@ class _Parts:
 
     def headline(self):
         result = self.table.result
-        summary = summarise_from(self.game, result, self.table.start, play=self.play)
+        summary = self._summary()
         return (summary, result.answer(self.table.start, self.game), result.num_states,
                 _max_exploitability(result))
 
