@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..protocol import StochasticGame
+from ..protocol import Expansion, StochasticGame
 from ..result import SolveResult
+from .wrapped import WrappedGame
 
 Policy = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 """(state codes, ptr of their legal actions, the actions) -> the weight of each
@@ -42,23 +43,15 @@ def table_policy(result: SolveResult, seat: int) -> Policy:
     return policy
 
 
-class PolicyPlay:
+class PolicyPlay(WrappedGame):
     """`game` with P1 following `row_policy` and/or P2 `col_policy` (None: free).
     A fixed player has one action (its first legal one, as a label) and each
     cell of the free player's actions leads to the outcomes of the policy's
     actions, weighted by the policy; actions of weight 0 lead nowhere."""
 
     def __init__(self, game: StochasticGame, row_policy: Policy | None = None, col_policy: Policy | None = None) -> None:
-        self.game = game
+        super().__init__(game)
         self.row_policy, self.col_policy = row_policy, col_policy
-        self.action_labels = game.action_labels
-        self.terminal_labels = game.terminal_labels
-        self.terminal_payoff = game.terminal_payoff
-        self.unending_payoff = game.unending_payoff
-        if hasattr(game, "progress_rank"):
-            # Chance in place of a player's choice adds no transition: the rank still never falls.
-            self.progress_rank = game.progress_rank
-
     def expand(self, codes: np.ndarray):
         codes = np.asarray(codes, np.int64)
         e = self.game.expand(codes)
@@ -85,7 +78,7 @@ class PolicyPlay:
         keep = weight[out_cell] > 0
         order = np.argsort(new_cell[out_cell[keep]], kind="stable")
         kept_cell = new_cell[out_cell[keep]][order]
-        return _Expansion(
+        return Expansion(
             row_count=new_m,
             row_actions=_actions(row_actions, row_ptr, self.row_policy is not None),
             col_count=new_n,
@@ -133,14 +126,3 @@ def play_figures(game: PolicyPlay, start: int, **solve_options) -> PlayFigures:
     i = result.index_of(start)
     wins = [t for t, label in enumerate(result.terminal_labels) if label.startswith("P1 wins")]
     return PlayFigures(float(result.values[i]), float(result.terminal_probability[i, wins].sum()))
-
-
-@dataclass
-class _Expansion:
-    row_count: np.ndarray
-    row_actions: np.ndarray
-    col_count: np.ndarray
-    col_actions: np.ndarray
-    out_count: np.ndarray
-    out_next: np.ndarray
-    out_prob: np.ndarray

@@ -12,25 +12,19 @@ from rules.charge_spark.config import RuleSet
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 
-from ..protocol import StochasticGame
+from ..protocol import Expansion, StochasticGame
 from .parallel import run_all
+from .wrapped import WrappedGame
 
 
-class WithoutRowAction:
+class WithoutRowAction(WrappedGame):
     """`game` with P1's action `banned` removed wherever P1 has another
     legal action; where it is P1's only legal action it stays allowed (a
     player must play a card)."""
 
     def __init__(self, game: StochasticGame, banned: int) -> None:
-        self.game = game
+        super().__init__(game)
         self.banned = int(banned)
-        self.action_labels = game.action_labels
-        self.terminal_labels = game.terminal_labels
-        self.terminal_payoff = game.terminal_payoff
-        self.unending_payoff = game.unending_payoff
-        if hasattr(game, "progress_rank"):
-            # Barring actions adds no transition, so the game's progress rank still holds (rank-by-rank solve).
-            self.progress_rank = game.progress_rank
 
     def expand(self, codes: np.ndarray):
         e = self.game.expand(codes)
@@ -45,7 +39,7 @@ class WithoutRowAction:
         keep_cell = np.repeat(keep_row, col_count[row_state])
         out_count = np.asarray(e.out_count, np.int64)
         keep_out = np.repeat(keep_cell, out_count)
-        return _Expansion(
+        return Expansion(
             row_count=np.bincount(row_state[keep_row], minlength=row_count.size).astype(np.int64),
             row_actions=row_actions[keep_row],
             col_count=col_count,
@@ -58,14 +52,6 @@ class WithoutRowAction:
     def swap(self, codes: np.ndarray) -> None:
         """None: with one side restricted the game is no longer symmetric between seats."""
         return None
-
-    def encode(self, position) -> int:
-        return self.game.encode(position)
-
-
-class _Expansion:
-    def __init__(self, **arrays) -> None:
-        self.__dict__.update(arrays)
 
 
 @dataclass(frozen=True)
