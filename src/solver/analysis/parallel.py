@@ -8,7 +8,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TypeVar
 
@@ -26,14 +25,8 @@ def default_workers() -> int:
 
 
 def memory_available() -> int | None:
-    """Bytes of memory that new work can have now: the kernel's MemAvailable,
-    which counts file cache (a memory-mapped table, say) as reclaimable, as it is."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
+    """Bytes of memory that new work can have now (MemAvailable: file cache,
+    a memory-mapped table say, counts as reclaimable, as it is)."""
     from ..solve import available_memory
 
     return available_memory()
