@@ -146,6 +146,15 @@ def test_ticks_are_round_and_cover_the_range():
     assert ticks[0] <= -27.3 and ticks[-1] >= 0.0
 
 
+def test_a_chart_of_changes_at_rounding_level_still_draws():
+    # A symmetric variant's value differs from the baseline's by a rounding or two
+    # (1e-14): the ticks must stay apart, not collapse onto one value.
+    ticks = nice_ticks(-1.1e-12, 0.0)
+    assert len(set(ticks)) == len(ticks) >= 2 and ticks[0] <= -1.1e-12
+    svg = bar_chart("change", ["a", "b"], [-1.1e-12, 0.0], "pp", signed=True)
+    assert svg.count("<line") >= 2
+
+
 def test_charts_escape_their_text():
     svg = bar_chart("<b>&", ["<script>x</script>"], [1.0], "axis \"q\"")
     assert "<script>" not in svg and "&lt;script&gt;" in svg and "&lt;b&gt;&amp;" in svg

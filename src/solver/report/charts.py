@@ -40,12 +40,13 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
     value = math.floor(low / step) * step
+    digits = 3 - math.floor(math.log10(step))  # enough to keep ticks apart however narrow the range
     ticks = []
     while value < high + step * 1e-9:
-        ticks.append(round(value, 12))
+        ticks.append(round(value, digits))
         value += step
     if ticks[-1] < high - step * 1e-9:
-        ticks.append(round(value, 12))
+        ticks.append(round(value, digits))
     return ticks
 
 
