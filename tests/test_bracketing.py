@@ -12,7 +12,7 @@ import pytest
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver.bracketing import GAP_TOL, bracket_values, component_games, seat_mirror
+from solver.bracketing import GAP_TOL, bracket_values, component_games, mirrors_strategies, seat_mirror
 from solver.certify import best_response_values
 from solver.components import strongly_connected_components
 from solver.graph import build_graph, reachable_states
@@ -95,6 +95,10 @@ def test_seat_swapped_twins_are_copied_and_still_certify():
     upper = best_response_values(graph, 1, mirrored.col_strategy)
     assert (upper - lower).max() <= 1e-10
     np.testing.assert_allclose(lower + upper[twin], 1.0, atol=1e-10)
+    # Every state's strategies are its twin's seen from the other seat, also in
+    # components that are their own twin (P2 there plays P1's strategy mirrored).
+    assert mirrors_strategies(graph, twin, mirrored.row_strategy, mirrored.col_strategy)
+    np.testing.assert_allclose(mirrored.upper, 1.0 - mirrored.lower[twin], atol=1e-14)
     plain = bracket_values(graph, components)
     np.testing.assert_allclose(0.5 * (lower + upper), 0.5 * (plain.lower + plain.upper), atol=1e-10)
 

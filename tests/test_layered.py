@@ -134,3 +134,25 @@ def test_a_killed_solve_leaves_no_working_files_behind_the_next_one(tmp_path):
     solve_layers(game, layers, scratch_dir=tmp_path)
     assert not abandoned.exists() and alive.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == [alive.name]  # and its own was removed
+
+
+def test_p2_guarantees_are_mirrored_from_p1s_not_recomputed(monkeypatch):
+    # With a symmetric game every state's strategies mirror its twin's, so each
+    # layer's certificate computes P1's best responses only; the global best
+    # responses above check that the mirrored guarantees are exact.
+    import solver.layered as layered_module
+    from solver.bracketing import mirrors_strategies
+
+    seats = []
+    real = layered_module.best_response_values
+
+    def counted(graph, seat, strategy, guess=None):
+        seats.append(seat)
+        return real(graph, seat, strategy, guess)
+
+    monkeypatch.setattr(layered_module, "best_response_values", counted)
+    game, _, layers, layered, _ = _both(VARIANTS["a-star-and-a-ray"])
+    assert seats.count(0) == len(layers) and seats.count(1) == 0
+    graph = build_graph(game, layered.states)
+    twin = np.searchsorted(layered.states, game.swap(layered.states))
+    assert mirrors_strategies(graph, twin, layered.row_strategy, layered.col_strategy)

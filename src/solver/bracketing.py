@@ -90,10 +90,13 @@ def _settle_acyclic(
             return ci
         worst = row_guarantee(a, x)
         stage_matrix_kernel(s, upper, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, p2_terminal_payoff, m, n, a)
-        try:
-            y = matrix_game_kernel(a)[2]
-        except Exception:  # noqa: BLE001
-            return ci
+        if mirror.shape[0] and mirror[s] == s:
+            y = x  # its own twin: P2 plays P1's strategy, so the two sides mirror (see `bracket_values`)
+        else:
+            try:
+                y = matrix_game_kernel(a)[2]
+            except Exception:  # noqa: BLE001
+                return ci
         best = col_guarantee(a, y)
         lower[s] = worst
         upper[s] = best
@@ -290,6 +293,12 @@ def _gather(ptr, items, order):
     return out
 
 
+def mirrors_strategies(graph: GameGraph, mirror: np.ndarray, row: np.ndarray, col: np.ndarray) -> bool:
+    """Whether P2's strategy at every state is P1's at its twin (`mirror`), exactly:
+    then what P2's strategies guarantee is what P1's do, seen from the other seat."""
+    return bool(np.array_equal(col, row[_segments(graph.row_ptr, mirror)]))
+
+
 def _segments(ptr: np.ndarray, states: np.ndarray) -> np.ndarray:
     """The indices ptr[s]:ptr[s + 1] of each s in `states`, joined in order."""
     counts = ptr[states + 1] - ptr[states]
@@ -307,7 +316,10 @@ def bracket_values(
     """Strategies and guarantees for every state, component by component (see
     the module docstring). `progress(states)` is called as states are settled.
     With `mirror` (see `seat_mirror`), a component whose seat-swapped twin is
-    settled is copied from it instead of solved. With `p2_terminal_payoff`,
+    settled is copied from it instead of solved, and in a component that is its
+    own twin P2 plays P1's strategy seen from the other seat: every state's
+    strategies then mirror its twin's (`mirrors_strategies`), which lets a
+    certificate compute one side's guarantees and mirror the other's. With `p2_terminal_payoff`,
     P2's guarantees use those terminal payoffs instead of the graph's (a
     cut-out part of a game whose exits pay each side its own guarantee)."""
     p1_pay = np.ascontiguousarray(graph.terminal_payoff, np.float64)
@@ -364,6 +376,11 @@ def bracket_values(
             spent += retry[4]
             retries += 1
         row[_segments(graph.row_ptr, states)] = r
+        if twin.size and np.all(np.isin(twin[states], states)):
+            # Its own twin: P2 plays P1's strategy seen from the other seat, so that every
+            # state's strategies mirror those of its twin (`mirrored_strategies`).
+            c = row[_segments(graph.row_ptr, twin[states])]
+            high = best_response_values(p2_game, 1, c, high)
         col[_segments(graph.col_ptr, states)] = c
         lower[states], upper[states] = low, high
         middle[states] = 0.5 * (low + high)

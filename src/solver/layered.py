@@ -37,7 +37,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from .bracketing import bracket_values, seat_mirror
+from .bracketing import bracket_values, mirrors_strategies, seat_mirror
 from .certify import bellman_residual, best_response_values, outcome_probabilities
 from .components import strongly_connected_components
 from .graph import GameGraph, GraphTooLargeError, _ptr, _sorted_contains, expansion_of, graph_of
@@ -197,6 +197,12 @@ class ExitFigures:
     p2_guarantee: np.ndarray
     middle: np.ndarray
     outcomes: np.ndarray  # (exits, terminal outcomes + 1): probabilities of each ending, then of none
+    twin_p1_guarantee: np.ndarray | None = None  # P1's guarantee at each exit's seat-swapped twin
+
+
+MIRROR_TOL = 1e-14
+"""Exits count as mirrored when P2's guarantee at each is within this of what
+P1's at its twin concedes (they are computed as 1 - x: one rounding apart)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -227,7 +233,12 @@ def solve_layer(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures
     clock = time.perf_counter()
     # Started from the bracket's guarantees (only a starting point: the answer does not depend on it).
     low = best_response_values(p1_graph, 0, row, bracket.lower)
-    high = best_response_values(with_exit_payoffs(layer, exits.p2_guarantee), 1, col, bracket.upper)
+    if _mirrored(layer, mirror, exits, row, col):
+        # P2's strategies are P1's seen from the other seat, and so are the exits' figures:
+        # P2's best response at a state is P1's at its twin, with the seats swapped.
+        high = 2.0 * layer.graph.unending_payoff - low[mirror]
+    else:
+        high = best_response_values(with_exit_payoffs(layer, exits.p2_guarantee), 1, col, bracket.upper)
     middle = np.clip(0.5 * (bracket.lower + bracket.upper), low, np.maximum(low, high))
     residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
     terminals = layer.graph.terminal_payoff.shape[0]
@@ -237,6 +248,21 @@ def solve_layer(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures
         row, col, low, high, middle, terminal, unending, residual, int(bracket.rounds.sum()),
         time.perf_counter() - clock,
     )
+
+
+def _mirrored(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures, row: np.ndarray, col: np.ndarray) -> bool:
+    """Whether P2's guarantees in `layer` are P1's at the twins: the game's own
+    outcomes swap with their payoffs, the exits' guarantees mirror, and so do
+    the strategies."""
+    if mirror is None or exits.twin_p1_guarantee is None:
+        return False
+    total = 2.0 * layer.graph.unending_payoff
+    own = np.asarray(layer.graph.terminal_payoff, np.float64)
+    if not np.all(np.isin(total - own, own)):
+        return False
+    if np.any(np.abs(exits.p2_guarantee - (total - exits.twin_p1_guarantee)) > MIRROR_TOL):
+        return False
+    return mirrors_strategies(layer.graph, mirror, row, col)
 
 
 def solve_layers(
@@ -358,6 +384,7 @@ def _solve_layer_at(number: int) -> _LayerDone:
     exits = ExitFigures(
         f.p1_guarantee[lg.exits], f.p2_guarantee[lg.exits], f.middle[lg.exits],
         np.column_stack([f.terminal[lg.exits], f.unending[lg.exits]]),
+        _twin_p1_guarantee(ctx, lg.exits) if mirror is not None else None,
     )
     done = solve_layer(lg, mirror, exits)
     at = np.searchsorted(ctx.all_states, layer.states)
@@ -371,6 +398,17 @@ def _solve_layer_at(number: int) -> _LayerDone:
     f.row_count[at], f.col_count[at] = np.diff(g.row_ptr), np.diff(g.col_ptr)
     f.finished[at] = True
     return _LayerDone(int(at.size), done.bellman_residual, done.rounds, done.certify_seconds)
+
+
+def _twin_p1_guarantee(ctx: _LayerContext, exits: np.ndarray) -> np.ndarray | None:
+    """P1's guarantee at the seat-swapped twin of each exit (None if a twin is not a known state)."""
+    twins = ctx.game.swap(ctx.all_states[exits])
+    at = np.searchsorted(ctx.all_states, twins)
+    if at.size and (at.max() >= ctx.all_states.size or np.any(ctx.all_states[at] != twins)):
+        return None
+    if not ctx.figures.finished[at].all():
+        return None
+    return ctx.figures.p1_guarantee[at]
 
 
 def _run_layers(layers: list[Layer], workers: int) -> Iterator[_LayerDone]:

@@ -10,7 +10,7 @@ import numpy as np
 import psutil
 from tqdm import tqdm
 
-from .bracketing import bracket_values, seat_mirror
+from .bracketing import bracket_values, mirrors_strategies, seat_mirror
 from .certify import bellman_residual, best_response_values, outcome_probabilities
 from .components import strongly_connected_components
 from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
@@ -219,7 +219,10 @@ def _solve_graph(graph: GameGraph, game: StochasticGame, timings: dict[str, floa
     clock = time.perf_counter()
     row, col = bracket.row_strategy, bracket.col_strategy
     lower = best_response_values(graph, 0, row)
-    upper = best_response_values(graph, 1, col)
+    if mirror is not None and mirrors_strategies(graph, mirror, row, col):
+        upper = 2.0 * graph.unending_payoff - lower[mirror]  # P2's best response is P1's at the twin
+    else:
+        upper = best_response_values(graph, 1, col)
     values = np.clip(0.5 * (bracket.lower + bracket.upper), lower, np.maximum(lower, upper))
     residual = bellman_residual(graph, values)
     terminal, unending = outcome_probabilities(graph, row, col)
