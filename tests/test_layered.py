@@ -156,3 +156,16 @@ def test_p2_guarantees_are_mirrored_from_p1s_not_recomputed(monkeypatch):
     graph = build_graph(game, layered.states)
     twin = np.searchsorted(layered.states, game.swap(layered.states))
     assert mirrors_strategies(graph, twin, layered.row_strategy, layered.col_strategy)
+
+
+def test_distinct_codes_by_sorting_equal_numpys_unique():
+    from solver.graph import distinct_sorted, merged_distinct
+
+    rng = np.random.default_rng(7)
+    for count in (1, 2, 5):
+        parts = [np.unique(rng.integers(0, 500, rng.integers(0, 300))) for _ in range(count)]
+        np.testing.assert_array_equal(merged_distinct(parts), np.unique(np.concatenate(parts)))
+        mixed = rng.integers(-3, 1 << 40, 1000)
+        np.testing.assert_array_equal(distinct_sorted(np.r_[mixed, mixed[:100]]), np.unique(mixed))
+    assert merged_distinct([np.array([], np.int64), np.array([], np.int64)]).size == 0
+    assert distinct_sorted(np.array([5], np.int64)).tolist() == [5]

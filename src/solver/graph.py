@@ -101,16 +101,16 @@ def reachable_states(
     `progress(count)` is called after each layer with the number found so far.
     Raises `GraphTooLargeError` past `max_states`.
     """
-    seen = np.unique(np.asarray(roots, dtype=np.int64))
+    seen = distinct_sorted(np.asarray(roots, dtype=np.int64))
     frontier = seen
     while frontier.size:
         # In chunks: a whole layer's expansion (cells x outcomes) would dwarf the states.
-        successors = np.unique(np.concatenate([
+        successors = merged_distinct([
             _successor_codes(game, frontier[lo : lo + chunk]) for lo in range(0, frontier.size, chunk)
-        ]))
+        ])
         frontier = successors[~_sorted_contains(seen, successors)]
         if frontier.size:
-            seen = np.union1d(seen, frontier)
+            seen = merged_distinct([seen, frontier])
         if progress is not None:
             progress(seen.size)
         if max_states is not None and seen.size > max_states:
@@ -122,11 +122,41 @@ def reachable_states(
 
 def _successor_codes(game, codes: np.ndarray) -> np.ndarray:
     nxt = game.expand(codes).out_next
-    return np.unique(nxt[nxt >= 0])
+    return distinct_sorted(nxt[nxt >= 0])
 
 
 class GraphTooLargeError(RuntimeError):
     """The reachable state space exceeds the allowed size."""
+
+
+def distinct_sorted(codes: np.ndarray) -> np.ndarray:
+    """The distinct values of `codes`, in order: `np.unique` by sorting.
+
+    numpy 2.3+ finds unique integers with a hash table, which on arrays of
+    mostly distinct codes (ours) runs about 60x slower than sorting here
+    (1.2 s against 17 ms for a million int64)."""
+    codes = np.sort(np.asarray(codes).ravel())
+    if codes.size < 2:
+        return codes
+    keep = np.empty(codes.size, np.bool_)
+    keep[0] = True
+    np.not_equal(codes[1:], codes[:-1], out=keep[1:])
+    return codes[keep]
+
+
+def merged_distinct(parts: list[np.ndarray]) -> np.ndarray:
+    """The distinct values of `parts`, each already sorted and distinct, in
+    order. A stable sort finds the sorted runs and merges them (linear for
+    two), where `np.union1d` would sort everything again."""
+    if not parts:
+        return np.zeros(0, np.int64)
+    merged = np.sort(np.concatenate(parts), kind="stable") if len(parts) > 1 else parts[0]
+    if merged.size < 2:
+        return merged
+    keep = np.empty(merged.size, np.bool_)
+    keep[0] = True
+    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
+    return merged[keep]
 
 
 def _sorted_contains(haystack: np.ndarray, needles: np.ndarray) -> np.ndarray:

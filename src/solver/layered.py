@@ -40,7 +40,9 @@ import numpy as np
 from .bracketing import bracket_values, mirrors_strategies, seat_mirror
 from .certify import bellman_residual, best_response_values, outcome_probabilities
 from .components import strongly_connected_components
-from .graph import GameGraph, GraphTooLargeError, _ptr, _sorted_contains, expansion_of, graph_of
+from .graph import (
+    GameGraph, GraphTooLargeError, _ptr, _sorted_contains, distinct_sorted, expansion_of, graph_of, merged_distinct,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,7 +61,7 @@ def enumerate_by_rank(
     raises `GraphTooLargeError`. With `workers` > 1, a frontier of several
     chunks is expanded on that many forked processes (same answer)."""
     global _ENUMERATED_GAME
-    roots = np.unique(np.asarray(roots, np.int64))
+    roots = distinct_sorted(np.asarray(roots, np.int64))
     pending: dict[int, list[np.ndarray]] = {}
     _add_seeds(pending, roots, game.progress_rank(roots))
     layers: list[Layer] = []
@@ -69,7 +71,7 @@ def enumerate_by_rank(
     try:
         while pending:
             rank = min(pending)
-            layer = np.unique(np.concatenate(pending.pop(rank)))
+            layer = distinct_sorted(np.concatenate(pending.pop(rank)))
             frontier = layer
             exit_ranks: set[int] = set()
             while frontier.size:
@@ -82,10 +84,10 @@ def enumerate_by_rank(
                     same.append(inside)
                     exit_ranks.update(np.unique(ranks).tolist())
                     _add_seeds(pending, later, ranks)
-                same = np.unique(np.concatenate(same))
+                same = merged_distinct(same)
                 frontier = same[~_sorted_contains(layer, same)] if layer.size else same
                 if frontier.size:
-                    layer = np.union1d(layer, frontier)
+                    layer = merged_distinct([layer, frontier])
                 if max_states is not None and found + layer.size > max_states:
                     raise GraphTooLargeError(f"more than {max_states:,} reachable states (limit; see --max-states)")
                 if progress is not None:
@@ -107,7 +109,7 @@ def _successors_by_rank(job: tuple[np.ndarray, int]) -> tuple[np.ndarray, np.nda
     codes, rank = job
     game = _ENUMERATED_GAME
     nxt = game.expand(codes).out_next
-    nxt = np.unique(nxt[nxt >= 0])
+    nxt = distinct_sorted(nxt[nxt >= 0])
     ranks = game.progress_rank(nxt)
     if ranks.size and ranks.min() < rank:
         raise ValueError(f"a transition lowers the progress rank (from {rank} to {int(ranks.min())})")
@@ -125,7 +127,7 @@ def _add_seeds(pending: dict[int, list[np.ndarray]], codes: np.ndarray, ranks: n
         seeds = pending.setdefault(int(rank), [])
         seeds.append(part)
         if len(seeds) > 16:  # keep duplicates from piling up
-            pending[int(rank)] = [np.unique(np.concatenate(seeds))]
+            pending[int(rank)] = [distinct_sorted(np.concatenate(seeds))]
 
 
 @dataclass(frozen=True, eq=False)

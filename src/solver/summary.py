@@ -13,7 +13,7 @@ import numpy as np
 from rules.charge_spark.game import ChargeSparkGame
 
 from .certify import expected_length_and_distribution
-from .graph import GameGraph, build_graph, expansion_of, graph_of
+from .graph import GameGraph, build_graph, distinct_sorted, expansion_of, graph_of
 from .result import SolveResult
 from .tables import SolvedTable
 
@@ -88,12 +88,12 @@ def played_states(game, result: SolveResult, start: int, chunk: int = 1 << 16) -
         for lo in range(0, frontier.size, chunk):
             codes = np.asarray(result.states[frontier[lo : lo + chunk]])
             expansion = expansion_of(game, codes)
-            nxt = np.unique(expansion["out_next"][_played_outcomes(result, codes, expansion)])
+            nxt = distinct_sorted(expansion["out_next"][_played_outcomes(result, codes, expansion)])
             at = np.searchsorted(result.states, nxt)
             if at.size and (at.max() >= result.num_states or np.any(result.states[at] != nxt)):
                 raise KeyError("a state optimal play reaches is missing from the table")
             found.append(at[~reached[at]])
-        frontier = np.unique(np.concatenate(found))
+        frontier = distinct_sorted(np.concatenate(found))
         reached[frontier] = True
     return np.asarray(result.states[np.flatnonzero(reached)])
 
