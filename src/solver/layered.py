@@ -75,7 +75,9 @@ def enumerate_by_rank(
             frontier = layer
             exit_ranks: set[int] = set()
             while frontier.size:
-                jobs = [(frontier[lo : lo + chunk], rank) for lo in range(0, frontier.size, chunk)]
+                # A frontier of less than a chunk a worker is still shared out among them.
+                size = min(chunk, max(_MIN_SHARE, -(-frontier.size // workers)))
+                jobs = [(frontier[lo : lo + size], rank) for lo in range(0, frontier.size, size)]
                 parts = pool.map(_successors_by_rank, jobs) if pool is not None and len(jobs) > 1 else map(
                     _successors_by_rank, jobs
                 )
@@ -101,6 +103,7 @@ def enumerate_by_rank(
     return layers
 
 
+_MIN_SHARE = 4096  # states: below this a job costs more to send than to expand
 _ENUMERATED_GAME = None  # the game being enumerated, inherited by the forked workers
 
 
