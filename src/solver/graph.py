@@ -135,13 +135,7 @@ def distinct_sorted(codes: np.ndarray) -> np.ndarray:
     numpy 2.3+ finds unique integers with a hash table, which on arrays of
     mostly distinct codes (ours) runs about 60x slower than sorting here
     (1.2 s against 17 ms for a million int64)."""
-    codes = np.sort(np.asarray(codes).ravel())
-    if codes.size < 2:
-        return codes
-    keep = np.empty(codes.size, np.bool_)
-    keep[0] = True
-    np.not_equal(codes[1:], codes[:-1], out=keep[1:])
-    return codes[keep]
+    return _without_repeats(np.sort(np.asarray(codes).ravel()))
 
 
 def merged_distinct(parts: list[np.ndarray]) -> np.ndarray:
@@ -150,13 +144,16 @@ def merged_distinct(parts: list[np.ndarray]) -> np.ndarray:
     two), where `np.union1d` would sort everything again."""
     if not parts:
         return np.zeros(0, np.int64)
-    merged = np.sort(np.concatenate(parts), kind="stable") if len(parts) > 1 else parts[0]
-    if merged.size < 2:
-        return merged
-    keep = np.empty(merged.size, np.bool_)
+    return _without_repeats(np.sort(np.concatenate(parts), kind="stable") if len(parts) > 1 else parts[0])
+
+
+def _without_repeats(ordered: np.ndarray) -> np.ndarray:
+    if ordered.size < 2:
+        return ordered
+    keep = np.empty(ordered.size, np.bool_)
     keep[0] = True
-    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
-    return merged[keep]
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
 
 
 def _sorted_contains(haystack: np.ndarray, needles: np.ndarray) -> np.ndarray:
