@@ -319,9 +319,10 @@ def bracket_values(
     settled is copied from it instead of solved, and in a component that is its
     own twin P2 plays P1's strategy seen from the other seat: every state's
     strategies then mirror its twin's (`mirrors_strategies`), which lets a
-    certificate compute one side's guarantees and mirror the other's. With `p2_terminal_payoff`,
-    P2's guarantees use those terminal payoffs instead of the graph's (a
-    cut-out part of a game whose exits pay each side its own guarantee)."""
+    certificate compute one side's guarantees and mirror the other's. With
+    `p2_terminal_payoff`, P2's guarantees use those terminal payoffs instead of
+    the graph's (a cut-out part of a game whose exits pay each side its own
+    guarantee)."""
     p1_pay = np.ascontiguousarray(graph.terminal_payoff, np.float64)
     p2_pay = p1_pay if p2_terminal_payoff is None else np.ascontiguousarray(p2_terminal_payoff, np.float64)
     comp_ptr, comp_states = (np.asarray(a, np.int64) for a in components)
@@ -378,7 +379,7 @@ def bracket_values(
         row[_segments(graph.row_ptr, states)] = r
         if twin.size and np.all(np.isin(twin[states], states)):
             # Its own twin: P2 plays P1's strategy seen from the other seat, so that every
-            # state's strategies mirror those of its twin (`mirrored_strategies`).
+            # state's strategies mirror those of its twin (`mirrors_strategies`).
             c = row[_segments(graph.row_ptr, twin[states])]
             high = best_response_values(p2_game, 1, c, high)
         col[_segments(graph.col_ptr, states)] = c

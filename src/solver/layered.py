@@ -58,8 +58,9 @@ def enumerate_by_rank(
 ) -> list[Layer]:
     """Every state reachable from `roots`, grouped by rank, lowest rank first.
     `progress(count)` gets the number found so far; past `max_states` it
-    raises `GraphTooLargeError`. With `workers` > 1, a frontier of several
-    chunks is expanded on that many forked processes (same answer)."""
+    raises `GraphTooLargeError`. With `workers` > 1, each frontier is
+    expanded in shares (of at most `chunk` states, and at least 4,096) on
+    that many forked processes (same answer)."""
     global _ENUMERATED_GAME
     roots = distinct_sorted(np.asarray(roots, np.int64))
     pending: dict[int, list[np.ndarray]] = {}
@@ -75,7 +76,7 @@ def enumerate_by_rank(
             frontier = layer
             exit_ranks: set[int] = set()
             while frontier.size:
-                # A frontier of less than a chunk a worker is still shared out among them.
+                # Every worker gets a share, also of a frontier smaller than a chunk each.
                 size = min(chunk, max(_MIN_SHARE, -(-frontier.size // workers)))
                 jobs = [(frontier[lo : lo + size], rank) for lo in range(0, frontier.size, size)]
                 parts = pool.map(_successors_by_rank, jobs) if pool is not None and len(jobs) > 1 else map(
