@@ -272,8 +272,7 @@ def seat_mirror(
     twin = np.searchsorted(states, swapped_codes)
     if twin.size and (twin.max() >= states.size or np.any(states[twin] != swapped_codes)):
         return None
-    total = 2.0 * graph.unending_payoff
-    if check_payoffs and not np.all(np.isin(total - graph.terminal_payoff, graph.terminal_payoff)):
+    if check_payoffs and not payoffs_swap(graph):
         return None
     if not np.array_equal(np.diff(graph.row_ptr), np.diff(graph.col_ptr)[twin]):
         return None
@@ -291,6 +290,14 @@ def _gather(ptr, items, order):
             out[k] = items[j]
             k += 1
     return out
+
+
+def payoffs_swap(graph: GameGraph) -> bool:
+    """Whether every terminal payoff p has its seat-swapped counterpart 2u - p
+    among the graph's own outcomes (u the unending payoff)."""
+    total = 2.0 * graph.unending_payoff
+    own = np.asarray(graph.terminal_payoff, np.float64)
+    return bool(np.all(np.isin(total - own, own)))
 
 
 def mirrors_strategies(graph: GameGraph, mirror: np.ndarray, row: np.ndarray, col: np.ndarray) -> bool:

@@ -37,7 +37,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from .bracketing import bracket_values, mirrors_strategies, seat_mirror
+from .bracketing import bracket_values, mirrors_strategies, payoffs_swap, seat_mirror
 from .certify import bellman_residual, best_response_values, outcome_probabilities
 from .components import strongly_connected_components
 from .graph import (
@@ -263,8 +263,7 @@ def _mirrored(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures, 
     if mirror is None or exits.twin_p1_guarantee is None:
         return False
     total = 2.0 * layer.graph.unending_payoff
-    own = np.asarray(layer.graph.terminal_payoff, np.float64)
-    if not np.all(np.isin(total - own, own)):
+    if not payoffs_swap(layer.graph):
         return False
     if np.any(np.abs(exits.p2_guarantee - (total - exits.twin_p1_guarantee)) > MIRROR_TOL):
         return False
