@@ -390,9 +390,11 @@ def test_iterative_and_sparse_lu_paths_match_dense_path(seed, monkeypatch):
     dense = everything()
     monkeypatch.setattr(certify_mod, "_DENSE_MAX", 0)  # every component by BiCGSTAB
     iterative = everything()
-    monkeypatch.setattr(certify_mod, "_ITER_MAX", 0)  # BiCGSTAB "fails": exact dense fallback
+    monkeypatch.setattr(certify_mod, "_ITER_MAX", 0)  # BiCGSTAB "fails": exact dense fallback ...
+    monkeypatch.setattr(certify_mod, "_LU_FIRST", False)
     gth = everything()
-    monkeypatch.setattr(certify_mod, "_GTH_MAX", 0)  # ... or scipy's sparse LU with refinement
+    monkeypatch.setattr(certify_mod, "_LU_FIRST", True)  # ... or scipy's sparse LU with refinement
+    monkeypatch.setattr(certify_mod, "_GTH_MAX", 0)
     sparse_lu = everything()
     for a, *others in zip(dense, iterative, gth, sparse_lu):
         for b in others:
@@ -408,13 +410,15 @@ def cycle_with_tiny_exit(length: int, exit_p: float) -> GameGraph:
 
 
 @pytest.mark.parametrize("length, exit_p", [(5, 1e-20), (100, 1e-12), (100, 1e-20), (500, 1e-9)])
-@pytest.mark.parametrize("mode", ["default", "iterative", "dense fallback", "sparse LU"])
+@pytest.mark.parametrize("mode", ["default", "iterative", "fallback", "dense fallback", "sparse LU"])
 @pytest.mark.filterwarnings("ignore:iterative solve did not converge")
 def test_nearly_closed_components_stay_exact(length, exit_p, mode, monkeypatch):
     # Expected stay ~ length / exit_p turns: plain LU of I - P would be off by ~eps * that.
     if mode == "sparse LU" and exit_p < 1e-16:
         pytest.skip("the exit is below rounding: only the GTH elimination can see it")
-    settings = {"default": {}, "iterative": {"_DENSE_MAX": 0}, "dense fallback": {"_DENSE_MAX": 0, "_ITER_MAX": 0},
+    settings = {"default": {}, "iterative": {"_DENSE_MAX": 0},
+                "fallback": {"_DENSE_MAX": 0, "_ITER_MAX": 0},  # sparse LU, dense GTH where it falls short
+                "dense fallback": {"_DENSE_MAX": 0, "_ITER_MAX": 0, "_LU_FIRST": False},
                 "sparse LU": {"_DENSE_MAX": 0, "_ITER_MAX": 0, "_GTH_MAX": 0}}[mode]
     for name, value in settings.items():
         monkeypatch.setattr(certify_mod, name, value)

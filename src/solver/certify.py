@@ -49,11 +49,13 @@ point its start leads to: from the bottom, a maximiser with a self-loop and a
 Linear solves: components of up to 64 states by GTH-style elimination (no
 pivoting; pivots are sums of exit and off-diagonal mass, never 1 - p
 differences, so even nearly closed components are accurate to rounding).
-Bigger ones (sparse LU fills in badly on them) by iterative refinement with
+Bigger ones (sparse LU fills in badly on most of them) by iterative refinement with
 Jacobi-preconditioned BiCGSTAB corrections and residuals in the
 cancellation-free form ex_j x_j + sum_l P_jl (x_j - x_l), until corrections
-are below 1e-14; if that fails (nearly closed components), dense GTH up to 4096
-states, sparse LU plus the same refinement beyond. Most components are single
+are below 1e-14; if that fails (nearly closed components, where BiCGSTAB
+crawls), sparse LU plus the same refinement (milliseconds on those sparse,
+chain-like components), and dense GTH up to 4096 states where the refinement
+does not reach rounding. Most components are single
 acyclic states: one exact Bellman backup.
 
 The returned responder policy replaces "stall" by a K-staying action; the pure
@@ -89,9 +91,12 @@ _MAX_POLICY_ITERATIONS = 10_000
 _EPS = 1e-13  # policy-improvement threshold, times the payoff scale
 _ITER_TOL = 1e-14  # iterative refinement of big components stops at corrections below this (x max(1, |x|)) ...
 _REFINEMENTS = 8  # ... or after this many steps ...
-_ITER_MAX = 5000  # ... of at most this many BiCGSTAB iterations each
-_GTH_MAX = 4096  # if BiCGSTAB fails, exact dense elimination up to this size (c^2 doubles); sparse LU beyond
-_GTH_LAST_RESORT = 16384  # ... and dense elimination still, up to this size (2 GB), where sparse LU finds I - P singular
+_ITER_MAX = 5000  # ... of at most this many BiCGSTAB iterations each ...
+_QUICK_ITER_MAX = 300  # ... or this many in components small enough for the fallback to be cheap:
+_QUICK_SIZE = 65536
+_LU_FIRST = True  # if BiCGSTAB fails: sparse LU with refinement first (milliseconds where GTH takes a fifth of a second)
+_GTH_MAX = 4096  # ... then, where it does not reach rounding, exact dense elimination up to this size (c^2 doubles)
+_GTH_LAST_RESORT = 16384  # ... and still up to this size (2 GB) where sparse LU finds I - P singular
 
 
 # --------------------------------------------------------------------------
@@ -400,7 +405,7 @@ def _component_solve(c, rows, cols, vals, exitm, rhs, in_r, inf_vec, x0, dense_m
     """Solve (I - P) x = rhs on one component: `(x, ok)`.
 
     Up to `dense_max` states: the exact GTH elimination. Bigger components:
-    sparse LU fills in badly on their random-like structure, so Jacobi-
+    sparse LU fills in badly on most of them, so Jacobi-
     preconditioned BiCGSTAB inside iterative refinement (see `_iterative_solve`),
     from `x0` when it has c rows.
     ok is False if the iteration did not get there: the caller falls back to
@@ -431,11 +436,14 @@ def _component_solve(c, rows, cols, vals, exitm, rhs, in_r, inf_vec, x0, dense_m
             val[pos[j]] = vals[t]
             pos[j] += 1
             diag[j] += vals[t]
+    # Where BiCGSTAB crawls (nearly closed components), a component whose fallback is
+    # cheap (sparse LU, dense GTH at worst) is better handed to it early.
+    budget = min(iter_max, _QUICK_ITER_MAX) if c <= _QUICK_SIZE else iter_max
     sol = np.empty_like(rhs)
     for h in range(rhs.shape[1]):
         b = rhs[:, h].copy()
         x = x0[:, h].copy() if x0.shape[0] == c else b / diag
-        if not _iterative_solve(ptr, idx, val, ex, diag, b, x, _ITER_TOL, _REFINEMENTS, iter_max):
+        if not _iterative_solve(ptr, idx, val, ex, diag, b, x, _ITER_TOL, _REFINEMENTS, budget):
             return sol, False
         sol[:, h] = x
     return sol, True
@@ -443,47 +451,61 @@ def _component_solve(c, rows, cols, vals, exitm, rhs, in_r, inf_vec, x0, dense_m
 
 def _fallback_solve(c, rows, cols, vals, exitm, rhs, in_r, inf_vec) -> np.ndarray:
     """Fallback when the iterative solve of a big component fails (typically a
-    nearly closed one). Up to `_GTH_MAX` states: the exact dense GTH
-    elimination. Beyond: sparse LU of I - P, then iterative refinement with the
-    cancellation-free residual, which turns LU's ~cond * eps error into
-    rounding-level accuracy (as long as cond * eps < 1)."""
-    if c <= _GTH_MAX:
-        return _dense_solve(c, rows, cols, vals, exitm, rhs.copy(), in_r, inf_vec)
-    _log.debug("iterative solve did not converge on a component of %d states; using sparse LU", c)
+    nearly closed one, where BiCGSTAB needs thousands of steps): sparse LU of
+    I - P, then iterative refinement with the cancellation-free residual,
+    which turns LU's ~cond * eps error into rounding-level accuracy as long as
+    cond * eps < 1. Where it does not get there (exits below rounding relative
+    to the loop mass), the exact dense GTH elimination, up to `_GTH_MAX`
+    states (`_GTH_LAST_RESORT` where LU finds I - P singular)."""
+    rhs = rhs.copy()
+    rhs[~in_r] = inf_vec
+    sol, outcome = (None, "not tried") if not _LU_FIRST and c <= _GTH_MAX else _sparse_lu_solve(
+        c, rows, cols, vals, exitm, rhs, in_r
+    )
+    if outcome == "exact":
+        return sol
+    if c <= _GTH_MAX or (outcome == "singular" and c <= _GTH_LAST_RESORT):
+        _log.debug("sparse LU: %s on a component of %d states; using dense elimination", outcome, c)
+        return _dense_solve(c, rows, cols, vals, exitm, rhs, in_r, inf_vec)
+    if outcome == "singular":
+        raise RuntimeError(f"component of {c} states is numerically closed and too large for dense elimination")
+    _log.debug("refinement stalled above 1e-12 on a component of %d states", c)
+    return sol
+
+
+def _sparse_lu_solve(c, rows, cols, vals, exitm, rhs, in_r) -> tuple[np.ndarray | None, str]:
+    """(I - P) x = rhs by sparse LU and iterative refinement: (x, "exact"), or
+    (x, "stalled") where the refinement stalls above the 1e-12 target, or
+    (None, "singular") where LU finds I - P singular."""
     keep = in_r[rows] & (rows != cols)
     off = sp.csr_matrix((vals[keep], (rows[keep], cols[keep])), shape=(c, c))
     off.sum_duplicates()
     ex = np.where(in_r, exitm, 1.0)
     try:
         lu = splu((sp.diags(ex + np.asarray(off.sum(axis=1)).ravel(), format="csr") - off).tocsc())
-    except RuntimeError as err:  # exits below rounding relative to the loop mass: only GTH sees them
-        if c <= _GTH_LAST_RESORT:
-            _log.debug("sparse LU found a component of %d states singular; using dense elimination", c)
-            return _dense_solve(c, rows, cols, vals, exitm, rhs.copy(), in_r, inf_vec)
-        raise RuntimeError(
-            f"component of {c} states is numerically closed (sparse LU: {err}) and too large for dense elimination"
-        ) from err
+    except RuntimeError:  # exits below rounding relative to the loop mass: only GTH sees them
+        return None, "singular"
     ptr, idx, val = off.indptr.astype(np.int64), off.indices.astype(np.int64), off.data.astype(np.float64)
-    rhs = rhs.copy()
-    rhs[~in_r] = inf_vec
     sol = np.empty_like(rhs)
+    r = np.empty(c)
+    outcome = "exact"
     for h in range(rhs.shape[1]):
         b = np.ascontiguousarray(rhs[:, h])
         x = lu.solve(b)
-        r = np.empty(c)
-        prev = np.inf
+        status, prev = 0, np.inf
         for _ in range(_REFINEMENTS):
             if _residual(ptr, idx, val, ex, b, x, r) == 0.0:
+                status = 1
                 break
             d = lu.solve(r)
             x += d
             status, prev = _refinement_done(d, x, prev, _ITER_TOL)
             if status != 0:
-                if status < 0:
-                    _log.debug("refinement stalled at a correction of %.1e on a component of %d states", prev, c)
                 break
+        if status != 1:
+            outcome = "stalled"
         sol[:, h] = x
-    return sol
+    return sol, outcome
 
 
 @njit(cache=True)
