@@ -433,6 +433,27 @@ def test_nearly_closed_components_stay_exact(length, exit_p, mode, monkeypatch):
     assert actions[0] == 0
 
 
+def test_a_component_bicgstab_crawls_on_goes_to_sparse_lu_and_stays_exact(monkeypatch):
+    # 500 states, expected stay 5e11 turns: far more than 300 BiCGSTAB steps.
+    outcomes = []
+    solve = certify_mod._sparse_lu_solve
+
+    def counted(*args):
+        sol, outcome = solve(*args)
+        outcomes.append(outcome)
+        return sol, outcome
+
+    monkeypatch.setattr(certify_mod, "_sparse_lu_solve", counted)
+    g = cycle_with_tiny_exit(500, 1e-9)
+    cycle = np.zeros(len(g.row_actions))
+    cycle[g.row_ptr[:-1]] = 1.0
+    term, unend = outcome_probabilities(g, cycle, np.ones(len(g.col_actions)))
+    values, _ = best_response(g, 1, np.ones(len(g.col_actions)))
+    assert outcomes and set(outcomes) == {"exact"}
+    np.testing.assert_allclose(term[:, 0], 1.0, atol=1e-14)
+    np.testing.assert_allclose(values, 1.0, atol=1e-14)
+
+
 @pytest.mark.parametrize("seed", range(10))
 def test_certificate_sandwich_and_probabilities(seed):
     rng = np.random.default_rng(3000 + seed)
