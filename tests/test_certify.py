@@ -409,6 +409,15 @@ def cycle_with_tiny_exit(length: int, exit_p: float) -> GameGraph:
     return build(spec, TERMS)
 
 
+def cycle_figures(g: GameGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Outcome probabilities when P1 always cycles, and P1's best response (values, actions)."""
+    cycle = np.zeros(len(g.row_actions))
+    cycle[g.row_ptr[:-1]] = 1.0
+    term, unend = outcome_probabilities(g, cycle, np.ones(len(g.col_actions)))
+    values, actions = best_response(g, 1, np.ones(len(g.col_actions)))
+    return term, unend, values, actions
+
+
 @pytest.mark.parametrize("length, exit_p", [(5, 1e-20), (100, 1e-12), (100, 1e-20), (500, 1e-9)])
 @pytest.mark.parametrize("mode", ["default", "iterative", "fallback", "dense fallback", "sparse LU"])
 @pytest.mark.filterwarnings("ignore:iterative solve did not converge")
@@ -422,13 +431,9 @@ def test_nearly_closed_components_stay_exact(length, exit_p, mode, monkeypatch):
                 "sparse LU": {"_DENSE_MAX": 0, "_ITER_MAX": 0, "_GTH_MAX": 0}}[mode]
     for name, value in settings.items():
         monkeypatch.setattr(certify_mod, name, value)
-    g = cycle_with_tiny_exit(length, exit_p)
-    cycle = np.zeros(len(g.row_actions))
-    cycle[g.row_ptr[:-1]] = 1.0
-    term, unend = outcome_probabilities(g, cycle, np.ones(len(g.col_actions)))
+    term, unend, values, actions = cycle_figures(cycle_with_tiny_exit(length, exit_p))
     np.testing.assert_allclose(term[:, 0], 1.0, atol=1e-14)
     np.testing.assert_allclose(unend, 0.0, atol=1e-14)
-    values, actions = best_response(g, 1, np.ones(len(g.col_actions)))
     np.testing.assert_allclose(values, 1.0, atol=1e-14)
     assert actions[0] == 0
 
@@ -444,11 +449,7 @@ def test_a_component_bicgstab_crawls_on_goes_to_sparse_lu_and_stays_exact(monkey
         return sol, outcome
 
     monkeypatch.setattr(certify_mod, "_sparse_lu_solve", counted)
-    g = cycle_with_tiny_exit(500, 1e-9)
-    cycle = np.zeros(len(g.row_actions))
-    cycle[g.row_ptr[:-1]] = 1.0
-    term, unend = outcome_probabilities(g, cycle, np.ones(len(g.col_actions)))
-    values, _ = best_response(g, 1, np.ones(len(g.col_actions)))
+    term, _, values, _ = cycle_figures(cycle_with_tiny_exit(500, 1e-9))
     assert outcomes and set(outcomes) == {"exact"}
     np.testing.assert_allclose(term[:, 0], 1.0, atol=1e-14)
     np.testing.assert_allclose(values, 1.0, atol=1e-14)

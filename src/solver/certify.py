@@ -459,9 +459,9 @@ def _fallback_solve(c, rows, cols, vals, exitm, rhs, in_r, inf_vec) -> np.ndarra
     states (`_GTH_LAST_RESORT` where LU finds I - P singular)."""
     rhs = rhs.copy()
     rhs[~in_r] = inf_vec
-    sol, outcome = (None, "not tried") if not _LU_FIRST and c <= _GTH_MAX else _sparse_lu_solve(
-        c, rows, cols, vals, exitm, rhs, in_r
-    )
+    sol, outcome = None, "not tried"
+    if _LU_FIRST or c > _GTH_MAX:
+        sol, outcome = _sparse_lu_solve(c, rows, cols, vals, exitm, rhs, in_r)
     if outcome == "exact":
         return sol
     if c <= _GTH_MAX or (outcome == "singular" and c <= _GTH_LAST_RESORT):
