@@ -84,6 +84,33 @@ def test_epsilon_optimal_play_closes_the_bracket():
     assert best_response_values(graph, 0, bracket.row_strategy)[0] == pytest.approx(bracket.lower[0], abs=1e-15)
 
 
+def test_a_retry_that_does_not_narrow_the_bracket_is_the_last(monkeypatch):
+    # A component left wider than RETRY_GAP is retried after more sweeps; when
+    # that retry ends no narrower, the longer retries after it are skipped.
+    import solver.bracketing as bracketing
+
+    game = DictGame(
+        {0: {(0, 0): [(1.0, 0)], (0, 1): [(1.0, WIN)], (1, 0): [(1.0, WIN)], (1, 1): [(1.0, LOSS)]}},
+        ["hide/wait", "run/throw"],
+    )
+    graph = build_graph(game, np.array([0]))
+    real, widths, sweeps = bracketing.refine_by_best_responses, [], []
+
+    def stuck(p1_game, values, **kwargs):
+        row, col, lower, upper, rounds = real(p1_game, values, **kwargs)
+        lower = upper - widths[len(sweeps)]  # pretend it ended this wide
+        sweeps.append(len(sweeps))
+        return row, col, lower, upper, rounds
+
+    monkeypatch.setattr(bracketing, "refine_by_best_responses", stuck)
+    assert len(bracketing.RETRY_SWEEPS) == 2
+    for first, then, calls in ((1e-6, 1e-6, 2), (1e-6, 1e-7, 3)):
+        widths[:], sweeps[:] = [first, then, 1e-8], []
+        bracket = bracket_values(graph, strongly_connected_components(graph))
+        assert len(sweeps) == calls
+        assert bracket.upper[0] - bracket.lower[0] == pytest.approx(widths[calls - 1] if first > then else first)
+
+
 def test_seat_swapped_twins_are_copied_and_still_certify():
     graph, components, root = variant_graph(*RAY)
     rules = apply_overrides(RuleSet(), list(RAY))

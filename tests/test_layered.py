@@ -36,19 +36,65 @@ def solved_both_ways(request):
     return _both(request.param)
 
 
-def test_no_transition_lowers_the_rank(solved_both_ways):
+def test_no_transition_lowers_the_rank_or_changes_the_seat_order_within_one(solved_both_ways):
     game, _, layers, _, _ = solved_both_ways
     for layer in layers:
-        nxt = game.expand(layer.states).out_next
+        e = game.expand(layer.states)
+        nxt = e.out_next
         assert np.all(game.progress_rank(nxt[nxt >= 0]) >= layer.rank)
         assert np.all(game.progress_rank(layer.states) == layer.rank)
+        # The seat order of each outcome's source state, beside that of the state it leads to.
+        cells = np.repeat(np.arange(layer.states.size), e.row_count * e.col_count)
+        source = np.repeat(cells, e.out_count)
+        same = nxt >= 0
+        same[same] = game.progress_rank(nxt[same]) == layer.rank
+        order = game.seat_order(layer.states)
+        np.testing.assert_array_equal(game.seat_order(nxt[same]), order[source[same]])
+        assert np.unique(order).size == 1  # a layer holds one seat order
 
 
 def test_layers_hold_exactly_the_reachable_states(solved_both_ways):
-    _, _, layers, layered, whole = solved_both_ways
+    game, _, layers, layered, whole = solved_both_ways
     ranks = [layer.rank for layer in layers]
-    assert ranks == sorted(set(ranks))
+    assert ranks == sorted(ranks)
     np.testing.assert_array_equal(layered.states, whole.states)
+    # Folded: a rank's positions ahead for P2 are the twins of those ahead for P1, never expanded.
+    for number, layer in enumerate(layers):
+        if layer.twin_of is not None:
+            source = layers[layer.twin_of]
+            assert source.rank == layer.rank and number == layer.twin_of + 1
+            np.testing.assert_array_equal(layer.states, np.sort(game.swap(source.states)))
+            assert np.all(game.seat_order(source.states) == -1)
+    assert any(layer.twin_of is not None for layer in layers)
+
+
+def test_folding_by_seat_changes_nothing_but_the_work(solved_both_ways, monkeypatch):
+    import solver.layered as layered_module
+
+    game, root, layers, folded, _ = solved_both_ways
+    monkeypatch.setattr(layered_module, "folds_by_seat", lambda game: False)
+    plain_layers = enumerate_by_rank(game, [root])
+    assert len(plain_layers) < len(layers) and all(layer.twin_of is None for layer in plain_layers)
+    plain = solve_layers(game, plain_layers)
+    np.testing.assert_array_equal(plain.states, folded.states)
+    for name in ("middle", "p1_guarantee", "p2_guarantee"):
+        np.testing.assert_allclose(getattr(folded, name), getattr(plain, name), atol=1e-10, err_msg=name)
+    for name in ("row_ptr", "row_actions", "col_ptr", "col_actions"):
+        np.testing.assert_array_equal(getattr(folded, name), getattr(plain, name), err_msg=name)
+
+
+def test_roots_that_are_not_their_own_twins_are_not_folded():
+    # From a position whose twin is not reachable, folding would solve states play never reaches.
+    from rules.charge_spark.notation import parse_position
+
+    rules = apply_overrides(RuleSet(), VARIANTS["a-star-and-a-ray"])
+    game = ChargeSparkGame(rules)
+    root = game.encode(parse_position("b1 rest=spark / rest=move", rules))
+    layers = enumerate_by_rank(game, [root])
+    assert all(layer.twin_of is None for layer in layers)
+    np.testing.assert_array_equal(np.sort(np.concatenate([layer.states for layer in layers])), reachable_states(game, [root]))
+    both = enumerate_by_rank(game, [root, int(game.swap(np.array([root]))[0])])
+    assert any(layer.twin_of is not None for layer in both)
 
 
 def test_values_agree_with_the_whole_graph_solve(solved_both_ways):
@@ -113,7 +159,8 @@ def test_two_worker_processes_enumerate_the_same_layers():
     assert [(layer.rank, layer.exit_ranks) for layer in together] == [(layer.rank, layer.exit_ranks) for layer in alone]
     for a, b in zip(alone, together):
         np.testing.assert_array_equal(a.states, b.states)
-    assert all(layer.exit_ranks and min(layer.exit_ranks) > layer.rank for layer in alone[:-1])
+    top = alone[-1].rank
+    assert all(layer.exit_ranks and min(layer.exit_ranks) > layer.rank for layer in alone if layer.rank < top)
 
 
 def test_a_killed_solve_leaves_no_working_files_behind_the_next_one(tmp_path):
@@ -137,9 +184,10 @@ def test_a_killed_solve_leaves_no_working_files_behind_the_next_one(tmp_path):
 
 
 def test_p2_guarantees_are_mirrored_from_p1s_not_recomputed(monkeypatch):
-    # With a symmetric game every state's strategies mirror its twin's, so each
-    # layer's certificate computes P1's best responses only; the global best
-    # responses above check that the mirrored guarantees are exact.
+    # With a symmetric game every state's strategies mirror its twin's, so the
+    # certificate of a layer holding both twins computes P1's best responses
+    # only; the global best responses above check that the mirrored guarantees
+    # are exact.
     import solver.layered as layered_module
     from solver.bracketing import mirrors_strategies
 
@@ -152,7 +200,10 @@ def test_p2_guarantees_are_mirrored_from_p1s_not_recomputed(monkeypatch):
 
     monkeypatch.setattr(layered_module, "best_response_values", counted)
     game, _, layers, layered, _ = _both(VARIANTS["a-star-and-a-ray"])
-    assert seats.count(0) == len(layers) and seats.count(1) == 0
+    # A layer of positions ahead for one seat has its twins in another layer (mirrored from
+    # it, so not there yet): P2's best responses there are computed, elsewhere mirrored.
+    twinned = {layer.twin_of for layer in layers if layer.twin_of is not None}
+    assert twinned and seats.count(0) == len(layers) - len(twinned) and seats.count(1) == len(twinned)
     graph = build_graph(game, layered.states)
     twin = np.searchsorted(layered.states, game.swap(layered.states))
     assert mirrors_strategies(graph, twin, layered.row_strategy, layered.col_strategy)

@@ -32,7 +32,7 @@ import numba
 import numpy as np
 
 from .certify import best_response_values
-from .graph import GameGraph
+from .graph import GameGraph, segment_positions
 from .stage import col_guarantee, matrix_game_kernel, row_guarantee
 from .shapley import certified_strategies, max_cells, shapley_sweeps, stage_matrix_kernel
 
@@ -44,7 +44,7 @@ PATIENCE = 4
 AIM = 0.4  # where a bracket's width is within AIM_BELOW, each side's target moves this share of it
 AIM_BELOW = (1e-9, 1e-3)  # from the other side's guarantee toward its own
 RETRY_GAP = 1e-10  # a component left wider than this is retried ...
-RETRY_SWEEPS = (200, 1000)  # ... after this many more sweeps
+RETRY_SWEEPS = (200, 1000)  # ... after this many more sweeps, while each retry narrows it
 
 
 @dataclass(frozen=True, eq=False)
@@ -312,14 +312,7 @@ def payoffs_swap(graph: GameGraph) -> bool:
 def mirrors_strategies(graph: GameGraph, mirror: np.ndarray, row: np.ndarray, col: np.ndarray) -> bool:
     """Whether P2's strategy at every state is P1's at its twin (`mirror`), exactly:
     then what P2's strategies guarantee is what P1's do, seen from the other seat."""
-    return bool(np.array_equal(col, row[_segments(graph.row_ptr, mirror)]))
-
-
-def _segments(ptr: np.ndarray, states: np.ndarray) -> np.ndarray:
-    """The indices ptr[s]:ptr[s + 1] of each s in `states`, joined in order."""
-    counts = ptr[states + 1] - ptr[states]
-    first = np.repeat(ptr[states] - (np.cumsum(counts) - counts), counts)
-    return first + np.arange(int(counts.sum()))
+    return bool(np.array_equal(col, row[segment_positions(graph.row_ptr, mirror)]))
 
 
 def bracket_values(
@@ -388,17 +381,18 @@ def bracket_values(
             middle[states] = 0.5 * (low + high)
             shapley_sweeps(graph, states, middle, RETRY_SWEEPS[retries])
             retry = refine_by_best_responses(p1_game, middle[states], p2_graph=p2_game)
-            if np.max(retry[3] - retry[2], initial=0.0) < np.max(high - low, initial=0.0):
-                r, c, low, high = retry[:4]
             spent += retry[4]
             retries += 1
-        row[_segments(graph.row_ptr, states)] = r
+            if not np.max(retry[3] - retry[2], initial=0.0) < np.max(high - low, initial=0.0):
+                break  # more sweeps did not help: the next, longer ones would not either
+            r, c, low, high = retry[:4]
+        row[segment_positions(graph.row_ptr, states)] = r
         if twin.size and np.all(np.isin(twin[states], states)):
             # Its own twin: P2 plays P1's strategy seen from the other seat, so that every
             # state's strategies mirror those of its twin (`mirrors_strategies`).
-            c = row[_segments(graph.row_ptr, twin[states])]
+            c = row[segment_positions(graph.row_ptr, twin[states])]
             high = best_response_values(p2_game, 1, c, high)
-        col[_segments(graph.col_ptr, states)] = c
+        col[segment_positions(graph.col_ptr, states)] = c
         lower[states], upper[states] = low, high
         middle[states] = 0.5 * (low + high)
         done[states] = True

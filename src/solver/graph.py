@@ -93,6 +93,13 @@ def _ptr(counts: np.ndarray) -> np.ndarray:
     return ptr
 
 
+def segment_positions(ptr: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """The indices ptr[s]:ptr[s + 1] of each s in `states`, joined in order."""
+    counts = ptr[states + 1] - ptr[states]
+    first = np.repeat(ptr[states] - (np.cumsum(counts) - counts), counts)
+    return first + np.arange(int(counts.sum()))
+
+
 def reachable_states(
     game, roots: np.ndarray, progress=None, max_states: int | None = None, chunk: int = 1 << 16
 ) -> np.ndarray:

@@ -15,6 +15,12 @@ a lower one is needed:
    probabilities are composed the same way: each rank against the finished
    figures of the states it exits to.
 
+In a game symmetric between seats that says which seat is ahead
+(`folds_by_seat`), a rank's positions of seat order 1 are exactly the
+seat-swapped twins of those of order -1: only the latter (and the few of
+order 0) are expanded and solved, and the twins' figures are copied from
+them with the seats swapped. That halves enumeration and the graphs.
+
 Only the ranks being solved have a graph, each in the worker process solving
 it; what is kept per state is its code, values, guarantees and outcome
 probabilities (in memory shared with the workers), and its strategies (in a
@@ -23,6 +29,7 @@ file per rank until the end).
 
 from __future__ import annotations
 
+import collections
 import mmap
 import multiprocessing
 import os
@@ -42,6 +49,7 @@ from .certify import bellman_residual, best_response_values, outcome_probabiliti
 from .components import strongly_connected_components
 from .graph import (
     GameGraph, GraphTooLargeError, _ptr, _sorted_contains, distinct_sorted, expansion_of, graph_of, merged_distinct,
+    segment_positions,
 )
 
 
@@ -50,6 +58,7 @@ class Layer:
     rank: int
     states: np.ndarray  # sorted codes
     exit_ranks: frozenset[int] = frozenset()  # the higher ranks its transitions lead to
+    twin_of: int | None = None  # the layer (its index) whose states are these with the seats swapped
 
 
 def enumerate_by_rank(
@@ -60,48 +69,102 @@ def enumerate_by_rank(
     `progress(count)` gets the number found so far; past `max_states` it
     raises `GraphTooLargeError`. With `workers` > 1, each frontier is
     expanded in shares (of at most `chunk` states, and at least 4,096) on
-    that many forked processes (same answer)."""
+    that many forked processes (same answer).
+
+    A game symmetric between seats that orders them (`folds_by_seat`), from
+    roots that are their own seat-swapped set, is enumerated folded: a
+    rank's positions of seat order 1 are the twins of those of order -1,
+    so only order -1 and order 0 (closed under the swap) are expanded, each
+    as a layer of its own, and the twins of order -1 come as a third layer
+    (`twin_of`), never expanded."""
     global _ENUMERATED_GAME
     roots = distinct_sorted(np.asarray(roots, np.int64))
+    fold = folds_by_seat(game) and np.array_equal(distinct_sorted(game.swap(roots)), roots)
     pending: dict[int, list[np.ndarray]] = {}
     _add_seeds(pending, roots, game.progress_rank(roots))
     layers: list[Layer] = []
     found = 0
     _ENUMERATED_GAME = game
     pool = _layer_pool(workers) if workers > 1 else None
+
+    def count(size: int) -> None:
+        if max_states is not None and found + size > max_states:
+            raise GraphTooLargeError(f"more than {max_states:,} reachable states (limit; see --max-states)")
+        if progress is not None:
+            progress(found + size)
+
     try:
         while pending:
             rank = min(pending)
-            layer = distinct_sorted(np.concatenate(pending.pop(rank)))
-            frontier = layer
-            exit_ranks: set[int] = set()
-            while frontier.size:
-                # Every worker gets a share, also of a frontier smaller than a chunk each.
-                size = min(chunk, max(_MIN_SHARE, -(-frontier.size // workers)))
-                jobs = [(frontier[lo : lo + size], rank) for lo in range(0, frontier.size, size)]
-                parts = pool.map(_successors_by_rank, jobs) if pool is not None and len(jobs) > 1 else map(
-                    _successors_by_rank, jobs
+            seeds = distinct_sorted(np.concatenate(pending.pop(rank)))
+            if not fold:
+                layer, exit_ranks = _closure_in_rank(seeds, rank, pending, pool, workers, chunk, count)
+                layers.append(Layer(rank, layer, exit_ranks))
+                found += layer.size
+                continue
+            seeds = distinct_sorted(np.where(game.seat_order(seeds) > 0, game.swap(seeds), seeds))
+            order = game.seat_order(seeds)
+            for side in (0, -1):
+                start = seeds[order == side]
+                if not start.size:
+                    continue
+                if not side:  # their twins are not their canonical form: reached from the twin side, so seeds too
+                    start = merged_distinct([start, distinct_sorted(game.swap(start))])
+                doubled = 2 if side else 1
+                layer, exit_ranks = _closure_in_rank(
+                    start, rank, pending, pool, workers, chunk, lambda size: count(doubled * size),
                 )
-                same = []
-                for inside, later, ranks in parts:
-                    same.append(inside)
-                    exit_ranks.update(np.unique(ranks).tolist())
-                    _add_seeds(pending, later, ranks)
-                same = merged_distinct(same)
-                frontier = same[~_sorted_contains(layer, same)] if layer.size else same
-                if frontier.size:
-                    layer = merged_distinct([layer, frontier])
-                if max_states is not None and found + layer.size > max_states:
-                    raise GraphTooLargeError(f"more than {max_states:,} reachable states (limit; see --max-states)")
-                if progress is not None:
-                    progress(found + layer.size)
-            layers.append(Layer(rank, layer, frozenset(exit_ranks)))
-            found += layer.size
+                if np.any(game.seat_order(layer) != side):
+                    raise ValueError(f"a transition within rank {rank} changes the seat order")
+                layers.append(Layer(rank, layer, exit_ranks))
+                found += layer.size
+                if side:
+                    layers.append(Layer(rank, np.sort(game.swap(layer)), exit_ranks, twin_of=len(layers) - 1))
+                    found += layer.size
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         _ENUMERATED_GAME = None
     return layers
+
+
+def folds_by_seat(game) -> bool:
+    """Whether `game` is symmetric between seats and orders them: `swap` gives
+    codes, `seat_order` says which seat is ahead (-1, 0 or 1; unchanged within
+    a progress rank, negated by `swap`) and `terminal_swap` maps each terminal
+    outcome to the other seat's."""
+    return (
+        hasattr(game, "progress_rank") and hasattr(game, "seat_order") and hasattr(game, "terminal_swap")
+        and game.swap(np.zeros(1, np.int64)) is not None
+    )
+
+
+def _closure_in_rank(
+    seeds: np.ndarray, rank: int, pending: dict[int, list[np.ndarray]], pool, workers: int, chunk: int,
+    count: Callable[[int], None],
+) -> tuple[np.ndarray, frozenset[int]]:
+    """The states of rank `rank` reachable from `seeds` (sorted) and the ranks
+    above it they lead to; the states they lead to there go to `pending`."""
+    layer = frontier = seeds
+    exit_ranks: set[int] = set()
+    while frontier.size:
+        # Every worker gets a share, also of a frontier smaller than a chunk each.
+        size = min(chunk, max(_MIN_SHARE, -(-frontier.size // workers)))
+        jobs = [(frontier[lo : lo + size], rank) for lo in range(0, frontier.size, size)]
+        parts = pool.map(_successors_by_rank, jobs) if pool is not None and len(jobs) > 1 else map(
+            _successors_by_rank, jobs
+        )
+        same = []
+        for inside, later, ranks in parts:
+            same.append(inside)
+            exit_ranks.update(np.unique(ranks).tolist())
+            _add_seeds(pending, later, ranks)
+        same = merged_distinct(same)
+        frontier = same[~_sorted_contains(layer, same)] if layer.size else same
+        if frontier.size:
+            layer = merged_distinct([layer, frontier])
+        count(layer.size)
+    return layer, frozenset(exit_ranks)
 
 
 _MIN_SHARE = 4096  # states: below this a job costs more to send than to expand
@@ -381,6 +444,8 @@ def _solve_layer_at(number: int) -> _LayerDone:
     """Solve layer `number` of the context, its exits already finished; record its figures."""
     ctx = _CONTEXT
     layer, f = ctx.layers[number], ctx.figures
+    if layer.twin_of is not None:
+        return _mirror_layer_at(number)
     lg = layer_graph(ctx.game, layer.states, ctx.all_states)
     if not f.finished[lg.exits].all():
         raise ValueError(f"layer of rank {layer.rank} exits to a state that is not finished")
@@ -405,6 +470,39 @@ def _solve_layer_at(number: int) -> _LayerDone:
     return _LayerDone(int(at.size), done.bellman_residual, done.rounds, done.certify_seconds)
 
 
+def _mirror_layer_at(number: int) -> _LayerDone:
+    """Record layer `number`'s figures as those of its twin layer (finished)
+    seen from the other seat: each side's guarantee is what the other side's
+    concedes at the twin, the outcomes swap seats, and each side plays what
+    the other plays there. The game is symmetric, so this is exactly what
+    solving the layer would give; its Bellman residual is its twin's."""
+    ctx = _CONTEXT
+    layer, f, game = ctx.layers[number], ctx.figures, ctx.game
+    source = ctx.layers[layer.twin_of]
+    swapped = game.swap(layer.states)
+    at, twin = np.searchsorted(ctx.all_states, layer.states), np.searchsorted(ctx.all_states, swapped)
+    if not f.finished[twin].all() or np.any(ctx.all_states[twin] != swapped):
+        raise ValueError(f"layer of rank {layer.rank} mirrors a layer that is not finished")
+    total = 2.0 * game.unending_payoff
+    f.p1_guarantee[at], f.p2_guarantee[at] = total - f.p2_guarantee[twin], total - f.p1_guarantee[twin]
+    f.middle[at] = total - f.middle[twin]
+    f.terminal[at] = f.terminal[twin][:, np.asarray(game.terminal_swap)]
+    f.unending[at] = f.unending[twin]
+    f.row_count[at], f.col_count[at] = f.col_count[twin], f.row_count[twin]
+    local = np.searchsorted(source.states, swapped)
+    with np.load(os.path.join(ctx.spill, f"{layer.twin_of}.npz")) as piece:
+        strategies = {}
+        for side, other in (("row", "col"), ("col", "row")):
+            ptr = piece[f"{other}_ptr"]
+            picked = segment_positions(ptr, local)
+            strategies[f"{side}_ptr"] = _ptr(np.diff(ptr)[local])
+            strategies[f"{side}_actions"] = piece[f"{other}_actions"][picked]
+            strategies[side] = piece[other][picked]
+    np.savez(os.path.join(ctx.spill, f"{number}.npz"), at=at, **strategies)
+    f.finished[at] = True
+    return _LayerDone(int(at.size), 0.0, 0, 0.0)
+
+
 def _twin_p1_guarantee(ctx: _LayerContext, exits: np.ndarray) -> np.ndarray | None:
     """P1's guarantee at the seat-swapped twin of each exit (None if a twin is not a known state)."""
     twins = ctx.game.swap(ctx.all_states[exits])
@@ -420,17 +518,27 @@ def _run_layers(layers: list[Layer], workers: int) -> Iterator[_LayerDone]:
     """Solve the context's layers, each once every rank it exits to is done,
     on `workers` forked processes (in this one if 1); yields each as it finishes."""
     waiting = sorted(range(len(layers)), key=lambda i: -layers[i].rank)
+    unfinished = collections.Counter(layer.rank for layer in layers)  # layers per rank
+    finished_layers: set[int] = set()
     finished_ranks: set[int] = set()
 
     def ready(i: int) -> bool:
+        if layers[i].twin_of is not None:
+            return layers[i].twin_of in finished_layers
         return finished_ranks.issuperset(layers[i].exit_ranks)
+
+    def finish(i: int) -> None:
+        finished_layers.add(i)
+        unfinished[layers[i].rank] -= 1
+        if not unfinished[layers[i].rank]:
+            finished_ranks.add(layers[i].rank)
 
     if workers <= 1 or len(layers) <= 1:
         for i in waiting:
             if not ready(i):
                 raise ValueError(f"layer of rank {layers[i].rank} exits to a rank that is not finished")
             yield _solve_layer_at(i)
-            finished_ranks.add(layers[i].rank)
+            finish(i)
         return
     pool = _layer_pool(workers)
     running: dict = {}
@@ -445,7 +553,7 @@ def _run_layers(layers: list[Layer], workers: int) -> Iterator[_LayerDone]:
             for future in completed:
                 i = running.pop(future)
                 yield future.result()
-                finished_ranks.add(layers[i].rank)
+                finish(i)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 

@@ -53,3 +53,10 @@ class StochasticGame(Protocol):
     def swap(self, codes: np.ndarray) -> np.ndarray | None:
         """The seat-swapped codes if the game is symmetric between seats, else None."""
         ...
+
+    # Optional, for a game solved rank by rank (`solver.layered`):
+    #   progress_rank(codes) -> int64 array: a number no transition lowers.
+    # and, with them, for a symmetric game to be solved folded by seat:
+    #   seat_order(codes) -> int8 array: -1, 0 or 1 comparing P1's progress
+    #       with P2's; unchanged by a transition within a rank, negated by `swap`.
+    #   terminal_swap: each terminal outcome's index seen from the other seat.

@@ -26,7 +26,8 @@ METHOD = (
 
 LAYERED_METHOD = (
     "rank by rank (no turn lowers the progress rank), each rank cut out with exits paying each side's"
-    " guarantee; within a rank, " + METHOD
+    " guarantee; in a game symmetric between seats, half the positions mirrored from their"
+    " seat-swapped twins; within a rank, " + METHOD
 )
 
 GRAPH_BYTES_PER_STATE = 1700  # peak while solving, measured on S*M health 2: 1.7 GB for 1,023,145 states

@@ -48,6 +48,8 @@ class ChargeSparkGame:
     terminal_labels = tuple(WINNER_LABELS[w] for w in Winner)
     terminal_payoff = np.array([1.0 if w.seat == 0 else 0.0 for w in Winner])
     unending_payoff = 0.5
+    terminal_swap = tuple(w.swapped.value for w in Winner)
+    """Each terminal outcome seen from the other seat."""
 
     def __init__(self, rules: RuleSet) -> None:
         self.rules = rules
@@ -73,20 +75,34 @@ class ChargeSparkGame:
         from the rest zone like any other), so positions owning different
         bonus cards never meet either; ordering them arbitrarily keeps each
         rank small. The solver takes ranks from the highest down."""
+        radix = dict(self.codec.radices)
+        (moved1, owned1), (moved2, owned2) = self._progress_by_seat(codes)
+        # Unordered, so that a position and its seat-swapped twin share a rank.
+        return ((moved1 + moved2) * radix["bonus"] + np.minimum(owned1, owned2)) * radix["bonus"] + np.maximum(owned1, owned2)
+
+    def seat_order(self, codes: np.ndarray) -> np.ndarray:
+        """-1, 0 or 1 as player 1's progress (Health lost, moves made, bonus
+        cards owned) is below, equal to or above player 2's. No turn that
+        keeps the progress rank changes it (each side's progress is then
+        unchanged), and swapping the seats negates it: positions of order 0
+        are the few whose seat-swapped twin can share a component."""
+        radix = dict(self.codec.radices)
+        (moved1, owned1), (moved2, owned2) = self._progress_by_seat(codes)
+        return np.sign((moved1 - moved2) * radix["bonus"] + (owned1 - owned2)).astype(np.int8)
+
+    def _progress_by_seat(self, codes: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per seat: Health lost and moves made as one number, and the bonus cards owned as one."""
         codes = np.asarray(codes, dtype=np.int64)
         radix = dict(self.codec.radices)
         below_progress = radix["rest"] * radix["bonus"]
         below_health = below_progress * radix["progress"] * radix["disc"] * radix["battery"]
-        rank = np.zeros(codes.shape, np.int64)
-        owned = []
+        seats = []
         for player in (codes // self.codec.players, codes % self.codec.players):
             lost = radix["health"] - 1 - player // below_health
             moves = (player // below_progress) % radix["progress"]
-            rank += lost * (2 * radix["progress"]) + moves
             rest = (player // radix["bonus"]) % radix["rest"]
-            owned.append(player % radix["bonus"] + self._resting_bonus_stride[rest])
-        # Unordered, so that a position and its seat-swapped twin share a rank.
-        return (rank * radix["bonus"] + np.minimum(*owned)) * radix["bonus"] + np.maximum(*owned)
+            seats.append((lost * (2 * radix["progress"]) + moves, player % radix["bonus"] + self._resting_bonus_stride[rest]))
+        return seats
 
     @functools.cached_property
     def _resting_bonus_stride(self) -> np.ndarray:

@@ -39,6 +39,11 @@ class Winner(Enum):
         """0 if player 1 won, 1 if player 2 did."""
         return self.value // 2
 
+    @property
+    def swapped(self) -> "Winner":
+        """The same win by the other seat."""
+        return Winner((self.value + 2) % 4)
+
 
 @dataclass(frozen=True)
 class Interaction:
