@@ -96,6 +96,15 @@ def test_swapping_seats_gives_one_minus_the_value(name):
     np.testing.assert_allclose(result.values[sample] + result.values[swapped], 1.0, atol=1e-9)
 
 
+def test_the_method_says_when_half_the_positions_were_copied_from_their_twins():
+    from solver.solve import FOLDED_METHOD, LAYERED_METHOD
+
+    rules, game, _, from_start = solved_variant("S*M-h1-ray")
+    assert from_start.method == FOLDED_METHOD != LAYERED_METHOD
+    lopsided = game.encode(parse_position("b1 rest=spark / rest=move", rules))  # its twin is not reachable
+    assert solve_from(game, [lopsided], show_progress=False).method == LAYERED_METHOD
+
+
 @pytest.mark.parametrize("name", SMALL)
 def test_certificate_holds_at_every_state(name):
     _, _, _, result = solved_variant(name)

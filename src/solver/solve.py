@@ -26,8 +26,10 @@ METHOD = (
 
 LAYERED_METHOD = (
     "rank by rank (no turn lowers the progress rank), each rank cut out with exits paying each side's"
-    " guarantee; in a game symmetric between seats, half the positions mirrored from their"
-    " seat-swapped twins; within a rank, " + METHOD
+    " guarantee; within a rank, " + METHOD
+)
+FOLDED_METHOD = LAYERED_METHOD.replace(
+    "; within a rank,", "; the positions where P2 has progressed further copied from their seat-swapped twins; within a rank,"
 )
 
 GRAPH_BYTES_PER_STATE = 1700  # peak while solving, measured on S*M health 2: 1.7 GB for 1,023,145 states
@@ -199,7 +201,7 @@ def _solve_layers(
         p2_guarantee=solution.p2_guarantee,
         **_outcome_labels(game),
         bellman_residual=solution.bellman_residual,
-        method=LAYERED_METHOD,
+        method=FOLDED_METHOD if any(layer.twin_of is not None for layer in layers) else LAYERED_METHOD,
         timings=timings,
     )
 
