@@ -24,7 +24,7 @@ them with the seats swapped. That halves enumeration and the graphs.
 Only the ranks being solved have a graph, each in the worker process solving
 it; what is kept per state is its code, values, guarantees and outcome
 probabilities (in memory shared with the workers), and its strategies (in a
-file per rank until the end).
+file per layer until the end).
 """
 
 from __future__ import annotations
