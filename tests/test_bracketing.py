@@ -84,6 +84,20 @@ def test_epsilon_optimal_play_closes_the_bracket():
     assert best_response_values(graph, 0, bracket.row_strategy)[0] == pytest.approx(bracket.lower[0], abs=1e-15)
 
 
+def test_slow_components_close_in_a_few_rounds():
+    # On board SM at health 2, three cyclic components need one side to mix
+    # with a vanishing probability. Aimed at the bracket's middle, each side
+    # only halved its distance to the value a round (29-31 rounds each);
+    # aimed past the sweeps' estimate of the value, they close in a few.
+    graph, components, root = variant_graph("board=SM", "health=2", "bonus_cards=")
+    bracket = bracket_values(graph, components)
+    assert bracket.rounds.max() <= 5
+    assert np.max(bracket.upper - bracket.lower) <= GAP_TOL
+    lower = best_response_values(graph, 0, bracket.row_strategy)
+    upper = best_response_values(graph, 1, bracket.col_strategy)
+    assert np.abs(lower - bracket.lower).max() <= 1e-12 and np.abs(upper - bracket.upper).max() <= 1e-12
+
+
 def test_a_retry_that_does_not_narrow_the_bracket_is_the_last(monkeypatch):
     # A component left wider than RETRY_GAP is retried after more sweeps; when
     # that retry ends no narrower, the longer retries after it are skipped.
@@ -109,6 +123,68 @@ def test_a_retry_that_does_not_narrow_the_bracket_is_the_last(monkeypatch):
         bracket = bracket_values(graph, strongly_connected_components(graph))
         assert len(sweeps) == calls
         assert bracket.upper[0] - bracket.lower[0] == pytest.approx(widths[calls - 1] if first > then else first)
+
+
+def scripted_rounds(monkeypatch, guarantees):
+    """Run `refine_by_best_responses` where P1's strategy of round k guarantees
+    guarantees[0][k - 1] and P2's guarantees[1][k - 1], and the value is
+    estimated as the middle of the bounds; returns its result, the target of
+    each stage re-solve in order (P1's, then P2's, per round) and the bounds
+    each estimate started from."""
+    import solver.bracketing as bracketing
+
+    solved, targets, starts = [], [], []
+
+    def middle(p1_graph, p2_graph, low, high):
+        starts.append((low.copy(), high.copy()))
+        return 0.5 * (low + high)
+
+    def strategies(graph, target, preferred=None, side=None):
+        solved.append(side)
+        targets.append(np.array(target))
+        return (f"row {len(solved)}", f"col {len(solved)}", None)
+
+    def guarantee(graph, seat, strategy):
+        return np.asarray(guarantees[seat][solved.count(seat) - 1], np.float64)
+
+    monkeypatch.setattr(bracketing, "certified_strategies", strategies)
+    monkeypatch.setattr(bracketing, "best_response_values", guarantee)
+    monkeypatch.setattr(bracketing, "_anchor", middle)
+    return bracketing.refine_by_best_responses(None, np.zeros(2)), targets, starts
+
+
+VALUE = np.array([0.3, 0.6])
+
+
+def test_each_side_keeps_its_best_strategy_across_rounds(monkeypatch):
+    # What a strategy guarantees does not depend on the other side's, so the
+    # bracket pairs P1's strategy of round 1 with P2's of round 2 when each is
+    # its side's best, instead of settling for the best single round.
+    p1 = [VALUE - [1e-12, 0.0], VALUE - [1e-3, 1e-3]]  # good in round 1, worse in round 2
+    p2 = [VALUE + [1e-3, 0.0], VALUE + [0.0, 1e-12]]  # the other way round
+    (row, col, lower, upper, rounds), _, _ = scripted_rounds(monkeypatch, [p1, p2])
+    assert rounds == 2
+    assert (row, col) == ("row 1", "col 4")
+    np.testing.assert_array_equal(lower, p1[0])
+    np.testing.assert_array_equal(upper, p2[1])
+
+
+def test_sweeps_start_from_the_tightest_bounds_found_state_by_state(monkeypatch):
+    # No single round brackets both states, but together the rounds pin the
+    # value at each: the third round's sweeps start from those state-wise
+    # bounds, and each side aims a nudge past the estimate they give.
+    from solver.bracketing import NUDGE
+
+    p1 = [VALUE - [0.0, 2e-4], VALUE - [2e-4, 0.0], VALUE - 1e-12]
+    p2 = [VALUE + [0.0, 2e-4], VALUE + [2e-4, 0.0], VALUE + 1e-12]
+    (row, col, lower, upper, rounds), targets, starts = scripted_rounds(monkeypatch, [p1, p2])
+    assert rounds == 3 and (row, col) == ("row 5", "col 6")
+    np.testing.assert_array_equal(starts[0][0], p1[0])  # round 2: round 1's guarantees, the only ones then
+    np.testing.assert_array_equal(starts[1][0], VALUE)  # round 3: the largest of P1's guarantees ...
+    np.testing.assert_array_equal(starts[1][1], VALUE)  # ... and the smallest of P2's, state by state
+    np.testing.assert_array_equal(targets[4], VALUE)  # aimed past the estimate, kept within the bounds
+    np.testing.assert_array_equal(targets[5], VALUE)
+    np.testing.assert_array_equal(targets[2], np.maximum(p1[0], 0.5 * (p1[0] + p2[0]) - NUDGE))
 
 
 def test_seat_swapped_twins_are_copied_and_still_certify():

@@ -13,8 +13,8 @@ guarantees; the true value lies between them.
   terminal outcomes paying `lower` (for P1's side) or `upper` (for P2's).
   A few Shapley sweeps give first values; then rounds of exact best responses
   (`certify.best_response_values`) alternate with re-solving each side's stage
-  games on the opponent's guarantee nudged toward its own
-  (`refine_by_best_responses`), until the bracket closes.
+  games aimed just past an estimate of the value, sweeps from the bounds found
+  so far (`refine_by_best_responses`), until the bracket closes.
 
 Value iteration alone stalls on the slow cyclic components of this kind of game
 (residual ~1e-6 after thousands of sweeps, and far worse errors in the values
@@ -26,6 +26,7 @@ already bracketed to ~1e-11.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numba
@@ -37,12 +38,13 @@ from .stage import col_guarantee, matrix_game_kernel, row_guarantee
 from .shapley import certified_strategies, max_cells, shapley_sweeps, stage_matrix_kernel
 
 GAP_TOL = 2e-11  # a cyclic component is done when its widest bracket is this narrow ...
-NUDGE = 1e-11  # ... which the nudge toward the own guarantee must undercut
+NUDGE = 5e-12  # ... which twice the nudge (each side aims this far past the value) must undercut
 WARM_SWEEPS = 60  # Shapley sweeps for a cyclic component's first values
 MAX_ROUNDS = 60
 PATIENCE = 4
-AIM = 0.4  # where a bracket's width is within AIM_BELOW, each side's target moves this share of it
-AIM_BELOW = (1e-9, 1e-3)  # from the other side's guarantee toward its own
+PROGRESS = 0.9  # a round that leaves the gap (or the unbracketed states) above this share of the best is no progress
+ANCHOR_SWEEPS = 20  # Shapley sweeps from each side's bound toward the value, per round
+ANCHOR_SETTLED = 1e-13  # a sweep changing nothing by more than this has settled
 RETRY_GAP = 1e-10  # a component left wider than this is retried ...
 RETRY_SWEEPS = (200, 1000)  # ... after this many more sweeps, while each retry narrows it
 
@@ -226,44 +228,75 @@ def refine_by_best_responses(
     only epsilon-optimal strategies (Everett's recursive games: e.g. both pawns
     one step from the moon, Move against Move cancels forever, and the side
     that must attack eventually has to mix its attack in with a vanishing
-    probability). There the other side's exact guarantee is the value, so
-    each side re-solves its stage games on the opponent's guarantee nudged by
-    `nudge` toward its own: the nudge sets the small mixing probability, and
-    the bracket closes to about `nudge`. The tie-break among optimal stage
-    strategies then prefers the side's own guarantee, so a won position is
-    converted by moves already known to win instead of stalling. Aiming only
-    at the opponent's guarantee closes the bracket by about a third per round
-    on the slow components. Once the bracket is narrower than
-    `AIM_BELOW[1]` (where it shrinks steadily) and while it is wider than
-    `AIM_BELOW[0]`, each side's target moves `AIM` of the way from the
-    opponent's guarantee toward its own, which about halves the rounds there.
-    Rounds
-    continue while the widest gap or the number of unbracketed states shrinks
-    (up to `patience` rounds without either). Returns (row strategy, column
-    strategy, lower, upper, rounds) of the best round.
+    probability). So after each round both sides re-solve their stage games
+    aimed at one set of values, `_anchor`'s estimate of the value (Shapley
+    sweeps from each side's bound), P1's target `nudge` below it and P2's
+    `nudge` above: the nudge sets the small mixing probability, and the
+    bracket closes to about twice the nudge. The tie-break among optimal
+    stage strategies prefers the side's own guarantee, so a won position is
+    converted by moves already known to win instead of stalling. Aimed at
+    values that are not near a fixed point (the other side's guarantee, or
+    the bracket's middle), each side only halved its distance to the value
+    per round on the slow components, which took 25 to 50 rounds instead of
+    two or three.
+
+    What a strategy guarantees does not depend on what the other side plays,
+    so each side keeps its best strategy across rounds, and the sweeps start
+    from the tightest bounds found so far, state by state (every round's
+    guarantee bounds the value). Rounds continue while the widest gap or the
+    number of unbracketed states shrinks below `PROGRESS` of its best (up to
+    `patience` rounds without either): near the floor that the exits' own
+    brackets set, the gap can shrink by a hair a round for dozens of rounds.
+    Returns (row strategy, column strategy, lower, upper, rounds): each
+    side's best strategy and its guarantees.
     """
     p1_graph, p2_graph = graph, p2_graph or graph
     row = certified_strategies(p1_graph, values, side=0)[0]
     col = certified_strategies(p2_graph, values, side=1)[1]
-    best = (np.inf, row, col, None, None)
-    best_bad, stalled = np.inf, 0
+    p1_best: list[tuple] = []  # (strategy, guarantee): the side's best so far, then this round's
+    p2_best: list[tuple] = []
+    gap, best_bad, stalled = np.inf, np.inf, 0
     for rounds in range(1, max_rounds + 1):
-        lower = best_response_values(p1_graph, 0, row)
-        upper = best_response_values(p2_graph, 1, col)
-        gap = float(np.max(upper - lower, initial=0.0))
+        round_low, round_high = best_response_values(p1_graph, 0, row), best_response_values(p2_graph, 1, col)
+        p1_best.append((row, round_low))
+        p2_best.append((col, round_high))
+        previous = gap
+        pairs = itertools.product(p1_best, p2_best)
+        gap, p1, p2 = min(((float(np.max(b[1] - a[1], initial=0.0)), a, b) for a, b in pairs), key=lambda t: t[0])
+        p1_best[:], p2_best[:] = [p1], [p2]
+        lower, upper = p1[1], p2[1]
         bad = int(np.count_nonzero(upper - lower > gap_tol))
-        improved = gap < best[0] or bad < best_bad
-        if gap < best[0] or (gap == best[0] and bad < best_bad):
-            best = (gap, row, col, lower, upper)
+        stalled = 0 if gap < PROGRESS * previous or bad < PROGRESS * best_bad else stalled + 1
         best_bad = min(best_bad, bad)
-        stalled = 0 if improved else stalled + 1
         if gap <= gap_tol or stalled >= patience:
             break
-        reach = (AIM if AIM_BELOW[0] < gap < AIM_BELOW[1] else 0.0) * (upper - lower) + nudge
-        row = certified_strategies(p1_graph, np.maximum(lower, upper - reach), lower, side=0)[0]
-        col = certified_strategies(p2_graph, np.minimum(upper, lower + reach), upper, side=1)[1]
-    _, row, col, lower, upper = best
-    return row, col, lower, upper, rounds
+        # Every round's guarantees bound the value: the tightest, state by state, start the sweeps.
+        bound_low = round_low if rounds == 1 else np.maximum(bound_low, round_low)
+        bound_high = round_high if rounds == 1 else np.minimum(bound_high, round_high)
+        anchor = _anchor(p1_graph, p2_graph, bound_low, bound_high)
+        row = certified_strategies(p1_graph, np.maximum(bound_low, anchor - nudge), lower, side=0)[0]
+        col = certified_strategies(p2_graph, np.minimum(bound_high, anchor + nudge), upper, side=1)[1]
+    return p1_best[0][0], p2_best[0][0], lower, upper, rounds
+
+
+def _anchor(p1_graph: GameGraph, p2_graph: GameGraph, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Values near the fixed point of Shapley's operator between `low` and `high`, where both sides aim.
+
+    Aimed at values that are a fixed point, up to a consistent shift, both
+    sides' re-solves reach their targets in one round; aimed at anything else
+    (the bracket's middle, the other side's guarantee) each side only halves
+    its distance to the value on the slow components. Sweeps from a
+    subsolution (P1's guarantees) rise toward the value and from a
+    supersolution (P2's) fall; on these components one of the two settles in
+    a few sweeps while the other crawls, so the one that changed less in its
+    last sweep is taken."""
+    states = np.arange(low.size)
+    rising = low.copy()
+    change = shapley_sweeps(p1_graph, states, rising, ANCHOR_SWEEPS)
+    if change <= ANCHOR_SETTLED:
+        return rising
+    falling = high.copy()
+    return np.clip(rising if change <= shapley_sweeps(p2_graph, states, falling, ANCHOR_SWEEPS) else falling, low, high)
 
 
 def seat_mirror(
