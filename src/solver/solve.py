@@ -20,7 +20,7 @@ from .result import SolveResult
 
 METHOD = (
     "components in dependency order; per cyclic component, alternating exact best responses "
-    "and stage re-solves on the nudged opponent guarantee; exact best-response certificate"
+    "and stage re-solves aimed a nudge past Shapley sweeps from the bounds found; exact best-response certificate"
 )
 
 
