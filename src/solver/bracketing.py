@@ -253,18 +253,19 @@ def refine_by_best_responses(
     p1_graph, p2_graph = graph, p2_graph or graph
     row = certified_strategies(p1_graph, values, side=0)[0]
     col = certified_strategies(p2_graph, values, side=1)[1]
-    p1_best: list[tuple] = []  # (strategy, guarantee): the side's best so far, then this round's
-    p2_best: list[tuple] = []
+    best: tuple[tuple, tuple] | None = None  # each side's best (strategy, guarantee) so far
     gap, best_bad, stalled = np.inf, np.inf, 0
     for rounds in range(1, max_rounds + 1):
         round_low, round_high = best_response_values(p1_graph, 0, row), best_response_values(p2_graph, 1, col)
-        p1_best.append((row, round_low))
-        p2_best.append((col, round_high))
         previous = gap
-        pairs = itertools.product(p1_best, p2_best)
-        gap, p1, p2 = min(((float(np.max(b[1] - a[1], initial=0.0)), a, b) for a, b in pairs), key=lambda t: t[0])
-        p1_best[:], p2_best[:] = [p1], [p2]
-        lower, upper = p1[1], p2[1]
+        p1_choices = [best[0], (row, round_low)] if best else [(row, round_low)]
+        p2_choices = [best[1], (col, round_high)] if best else [(col, round_high)]
+        gap, best = np.inf, None
+        for p1, p2 in itertools.product(p1_choices, p2_choices):  # the first of equally narrow pairs
+            width = float(np.max(p2[1] - p1[1], initial=0.0))
+            if best is None or width < gap:
+                gap, best = width, (p1, p2)
+        (_, lower), (_, upper) = best
         bad = int(np.count_nonzero(upper - lower > gap_tol))
         stalled = 0 if gap < PROGRESS * previous or bad < PROGRESS * best_bad else stalled + 1
         best_bad = min(best_bad, bad)
@@ -276,7 +277,7 @@ def refine_by_best_responses(
         anchor = _anchor(p1_graph, p2_graph, bound_low, bound_high)
         row = certified_strategies(p1_graph, np.maximum(bound_low, anchor - nudge), lower, side=0)[0]
         col = certified_strategies(p2_graph, np.minimum(bound_high, anchor + nudge), upper, side=1)[1]
-    return p1_best[0][0], p2_best[0][0], lower, upper, rounds
+    return best[0][0], best[1][0], lower, upper, rounds
 
 
 def _anchor(p1_graph: GameGraph, p2_graph: GameGraph, low: np.ndarray, high: np.ndarray) -> np.ndarray:
