@@ -115,6 +115,26 @@ def test_solve_stores_a_table_that_query_answers_from(private_table_cache):
     assert unreachable.exit_code == 0 and "from the solved table" not in unreachable.stdout
 
 
+def test_a_query_from_a_stored_table_never_loads_the_compiler(private_table_cache):
+    """Importing numba is most of a query's process start; a stored table's
+    answer is one stage game from the readable engine and needs none of it."""
+    import os
+    import subprocess
+    import sys
+
+    assert run("solve", *SMALL).exit_code == 0
+    script = (
+        "import sys\n"
+        "from solver.cli import main\n"
+        f"main(['query', 'start', *{list(SMALL)!r}], standalone_mode=False)\n"
+        "print('numba loaded' if 'numba' in sys.modules else 'numba not loaded')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=dict(os.environ), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "from the solved table" in done.stdout
+    assert done.stdout.strip().endswith("numba not loaded")
+
+
 def test_a_full_disk_is_one_line_and_keeps_the_stored_table(private_table_cache, monkeypatch):
     import errno
 

@@ -16,7 +16,7 @@ import numpy as np
 from .cards import Card
 from .config import RuleSet
 from .state import Position, PositionCodec
-from .transitions import expand_codes, turn_tables
+from .turn_tables import turn_tables
 from .turn import Winner, legal_cards, resolve_turn
 
 
@@ -63,6 +63,10 @@ class ChargeSparkGame:
         return self.codec.decode(code)
 
     def expand(self, codes: np.ndarray) -> ExpansionArrays:
+        # Imported here: loading numba costs half a second, which a query
+        # answered from a stored table (the readable engine's work) never needs.
+        from .transitions import expand_codes
+
         return ExpansionArrays(*expand_codes(self.tables, codes))
 
     def progress_rank(self, codes: np.ndarray) -> np.ndarray:
