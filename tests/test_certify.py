@@ -18,6 +18,7 @@ from solver.certify import (
     certify,
     expected_length_and_distribution,
     outcome_probabilities,
+    outcomes_and_ending_turns,
     pure_strategy,
 )
 from solver.components import component_of, strongly_connected_components, successor_csr
@@ -479,6 +480,10 @@ def test_certificate_sandwich_and_probabilities(seed):
     if p_end > 1e-9:
         turns = np.arange(1, len(pmf) + 1)
         assert expected == pytest.approx(turns @ pmf / pmf.sum(), rel=1e-8)
+    # Every state's ending turns at once, by the same linear solves as the table's.
+    _, _, ending_turns = outcomes_and_ending_turns(g, row, col, terminal_turns=np.zeros(len(g.terminal_payoff)))
+    if p_end > 1e-9:
+        assert ending_turns[start] / p_end == pytest.approx(expected, rel=1e-9)
 
 
 def test_closed_class_never_ends_and_length_tail():
@@ -503,6 +508,24 @@ def test_closed_class_never_ends_and_length_tail():
     tail = 0.5 * 0.75**9  # still in the exit loop after 10 turns
     assert pmf.sum() + tail + unend[0] == pytest.approx(1.0, abs=1e-14)
     assert expected == pytest.approx(5.0, abs=1e-12)
+    # Per state, E[T 1{end}]: 0 ends with prob 1/2 after 1 + 4 turns on average; 1 and 2 never end.
+    _, _, turns = outcomes_and_ending_turns(g, row, col, terminal_turns=np.zeros(len(g.terminal_payoff)))
+    np.testing.assert_allclose(turns, [2.5, 0.0, 0.0, 4.0], atol=1e-13)
+
+
+def test_ending_turns_of_a_cut_out_part_add_what_each_exit_carries():
+    # State 0 exits half the time to an exit standing for a state that ends (with
+    # probability 0.8) after 3 more turns on average, so E[T 1{end}] there is 2.4;
+    # the other half it ends at once: P(end) = 0.5 + 0.4, and
+    # E[T 1{end}] = 0.9 (this turn, for every ending) + 0.5 * 2.4.
+    g = build({0: {("-", "-"): [(0.5, W), (0.5, "exit")]}}, {W: 1.0, L: 0.0, "exit": 0.5})
+    row, col = uniform(g.row_ptr), uniform(g.col_ptr)
+    # One row per terminal (W, L, the exit): the chances of W, L, then of never ending.
+    outcomes = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.8, 0.0, 0.2]])
+    term, unend, turns = outcomes_and_ending_turns(g, row, col, outcomes, np.array([0.0, 0.0, 2.4]))
+    assert term[0].sum() == pytest.approx(0.9, abs=1e-14) and unend[0] == pytest.approx(0.1, abs=1e-14)
+    assert turns[0] == pytest.approx(0.9 + 0.5 * 2.4, abs=1e-14)
+    assert turns[0] / term[0].sum() == pytest.approx((0.5 * 1 + 0.4 * 4) / 0.9, abs=1e-13)
 
 
 def test_rejects_bad_strategies():

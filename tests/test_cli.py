@@ -10,7 +10,9 @@ from click.testing import CliRunner
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint, load_rules
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import format_position
+from rules.charge_spark.state import initial_position
 from solver.cli import main
+from solver.graph import build_graph
 
 SMALL = ["--set", "board=SM", "--set", "health=1", "--set", "bonus_cards="]
 
@@ -23,7 +25,7 @@ def test_query_json_has_every_documented_key():
     result = run("query", "start", *SMALL, "--json")
     assert result.exit_code == 0, result.output
     answer = json.loads(result.stdout)
-    for key in ("rules", "fingerprint", "position", "value", "p1_win", "p2_win", "unending",
+    for key in ("rules", "fingerprint", "position", "value", "p1_win", "p2_win", "unending", "expected_length",
                 "p1_strategy", "p2_strategy", "matrix", "exploitability"):
         assert key in answer
     assert answer["value"] == pytest.approx(0.5, abs=1e-9)
@@ -38,11 +40,26 @@ def test_query_json_has_every_documented_key():
     assert answer["rules"]["board"] == "SM" and answer["position"].startswith("h1 b2 d0 p0")
 
 
+def test_query_expected_length_is_that_of_the_strategies_markov_chain():
+    from solver.certify import expected_length_and_distribution
+    from solver.solve import solve_from
+
+    answer = json.loads(run("query", "start", *SMALL, "--json").stdout)
+    rules = apply_overrides(RuleSet(), [a for a in SMALL if a != "--set"])
+    game = ChargeSparkGame(rules)
+    code = game.encode(initial_position(rules))
+    result = solve_from(game, [code])
+    graph = build_graph(game, result.states)
+    expected, _ = expected_length_and_distribution(graph, result.row_strategy, result.col_strategy, result.index_of(code), 1)
+    assert answer["expected_length"] == pytest.approx(expected, rel=1e-9)
+    assert answer["expected_length"] >= 2  # nobody reaches the moon or knocks out in one turn
+
+
 def test_query_text_shows_value_strategies_matrix_and_certificate():
     result = run("query", "start", *SMALL)
     assert result.exit_code == 0, result.output
     out = result.stdout
-    for needle in ("fingerprint", "value        0.5", "P1 wins", "P2 wins", "unending",
+    for needle in ("fingerprint", "value        0.5", "P1 wins", "P2 wins", "unending", "turns expected",
                    "P1 plays", "P2 plays", "stage matrix", "certificate", "exploitability"):
         assert needle in out
 

@@ -121,14 +121,21 @@ def test_composed_certificate_matches_global_best_responses(solved_both_ways):
     assert layered.bellman_residual <= 1e-9
 
 
-def test_composed_outcome_probabilities_match_the_whole_chain(solved_both_ways):
-    from solver.certify import outcome_probabilities
+def test_composed_outcome_probabilities_and_length_match_the_whole_chain(solved_both_ways):
+    # Each rank's exits carry the outcome chances and ending turns of where they
+    # lead (the seat-swapped ranks their twins', seats swapped): composed, they
+    # are those of the strategies' Markov chain over the whole graph.
+    from solver.certify import outcomes_and_ending_turns
 
     game, _, _, layered, _ = solved_both_ways
     graph = build_graph(game, layered.states)
-    terminal, unending = outcome_probabilities(graph, layered.row_strategy, layered.col_strategy)
+    terminal, unending, turns = outcomes_and_ending_turns(
+        graph, layered.row_strategy, layered.col_strategy, terminal_turns=np.zeros(len(graph.terminal_payoff)),
+    )
     np.testing.assert_allclose(layered.terminal_probability, terminal, atol=1e-9)
     np.testing.assert_allclose(layered.unending_probability, unending, atol=1e-9)
+    np.testing.assert_allclose(layered.ending_turns, turns, rtol=1e-9, atol=1e-9)
+    assert np.all(layered.ending_turns >= terminal.sum(axis=1) - 1e-12)  # every game that ends lasts a turn
 
 
 def test_a_rank_is_closed_under_its_own_cycles(solved_both_ways):
@@ -145,7 +152,7 @@ def test_two_worker_processes_give_the_same_solution():
     game, root, layers, alone, _ = _both(VARIANTS["longer-board-trap"])
     together = solve_layers(game, layers, workers=2)
     for name in ("states", "row_ptr", "row_actions", "row_strategy", "col_strategy", "middle", "p1_guarantee",
-                 "p2_guarantee", "terminal_probability", "unending_probability"):
+                 "p2_guarantee", "terminal_probability", "unending_probability", "ending_turns"):
         np.testing.assert_array_equal(getattr(together, name), getattr(alone, name), err_msg=name)
 
 

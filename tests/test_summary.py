@@ -68,3 +68,18 @@ def test_played_graph_holds_what_optimal_play_reaches_and_gives_the_same_length(
     )
     assert summary.expected_length == pytest.approx(expected, rel=1e-12)
     np.testing.assert_allclose(summary.length_pmf, pmf, atol=1e-15)
+
+
+def test_figures_alone_are_read_from_the_table_without_following_play(small_summary, monkeypatch):
+    import solver.summary
+
+    table, summary = small_summary
+
+    def no_following(*args, **kwargs):
+        raise AssertionError("followed play through the table")
+
+    monkeypatch.setattr(solver.summary, "play_from", no_following)
+    figures = summarise_start(table, max_turns=0)
+    assert figures.value == summary.value and figures.outcomes == summary.outcomes
+    assert figures.expected_length == pytest.approx(summary.expected_length, rel=1e-12)
+    assert figures.length_pmf.size == 0 and figures.length_beyond == 1.0

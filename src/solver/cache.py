@@ -31,7 +31,7 @@ import numpy as np
 from .result import ARRAY_FIELDS, SolveResult
 
 FORMAT = "charge-spark solved table"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: each state's ending turns (the expected game length)
 BLOCK_BYTES = 1 << 20  # arrays are checksummed in blocks, so one state can be read and verified alone
 CHUNK_BYTES = 16 * BLOCK_BYTES  # arrays are written and checked this much at a time
 CACHE_ENV = "CHARGE_SPARK_CACHE"
@@ -236,7 +236,7 @@ def _inconsistency(a: dict[str, np.ndarray]) -> str | None:
     for name in ARRAY_FIELDS:
         if a[name].dtype.kind not in "iuf":
             return f"{name} has dtype {a[name].dtype}"
-    per_state = ("values", "unending_probability", "p1_guarantee", "p2_guarantee")
+    per_state = ("values", "unending_probability", "ending_turns", "p1_guarantee", "p2_guarantee")
     for name in per_state:
         if a[name].shape != (n,):
             return f"{name} has shape {a[name].shape}, expected ({n},)"

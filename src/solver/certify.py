@@ -1045,6 +1045,20 @@ def outcome_probabilities(
     K outcomes, then never ending), reaching a terminal counts as that row's
     distribution instead (a cut-out part of a game, whose exits lead to states
     with known outcome probabilities); the result then has K columns."""
+    terminal, unending, _turns = outcomes_and_ending_turns(graph, row_strategy, col_strategy, terminal_outcomes)
+    return terminal, unending
+
+
+def outcomes_and_ending_turns(
+    graph: GameGraph, row_strategy: np.ndarray, col_strategy: np.ndarray,
+    terminal_outcomes: np.ndarray | None = None, terminal_turns: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """`outcome_probabilities`, and given `terminal_turns` also each state's
+    ending turns, E[T 1{the game ends}] (T the turns played
+    until it ends): divided by the probability of ending, the expected length
+    of the games that end. `terminal_turns` (one per terminal of `graph`, 0 for
+    a real end) is what reaching each terminal adds beyond its turn: a cut-out
+    part's exits pay the ending turns of the states they lead to."""
     G = graph.kernel_arrays()
     n = graph.num_states
     row_w = _check_strategy(row_strategy, G[0], "P1")
@@ -1062,7 +1076,16 @@ def outcome_probabilities(
     inf_vec = np.zeros(K + 1)
     inf_vec[K] = 1.0
     X = _chain_solve(G, row_w, col_w, comp_ptr, comp_states, comp_of, term_vec, inf_vec, np.zeros((0, K + 1)), n)
-    return X[:, :K].copy(), X[:, K].copy()
+    if terminal_turns is None:
+        return X[:, :K].copy(), X[:, K].copy(), None
+    turns_vec = np.ascontiguousarray(terminal_turns, np.float64).reshape(-1, 1)
+    if turns_vec.shape[0] != T:
+        raise ValueError(f"terminal_turns needs {T} entries, got {turns_vec.shape[0]}")
+    # h(s) = P(end | s) + sum_s' P(s, s') h(s') + sum_exits P(s, e) h(e): the turn just
+    # played counts once for every way of ending, and play that never ends adds nothing.
+    ending = np.ascontiguousarray(X[:, :K].sum(axis=1).reshape(-1, 1))
+    H = _chain_solve(G, row_w, col_w, comp_ptr, comp_states, comp_of, turns_vec, np.zeros(1), ending, n)
+    return X[:, :K].copy(), X[:, K].copy(), H[:, 0].copy()
 
 
 @njit(cache=True)
@@ -1158,17 +1181,8 @@ def expected_length_and_distribution(
     that the game ends at turn t (t = 1..max_turns); the expectation is exact
     (linear solves): E[T | the game ends], nan if it never ends.
     """
-    G = graph.kernel_arrays()
+    G, row_w, col_w, reach, (ptr, idx, data, term) = _reachable_chain(graph, row_strategy, col_strategy, start)
     n = graph.num_states
-    if not 0 <= start < n:
-        raise IndexError(start)
-    row_w = _check_strategy(row_strategy, G[0], "P1")
-    col_w = _check_strategy(col_strategy, G[1], "P2")
-    reach = _reachable(G, row_w, col_w, int(start))
-    loc = np.full(n, -1, np.int64)
-    loc[reach] = np.arange(reach.shape[0])
-    ptr, idx, data, term = _merged_chain(G, row_w, col_w, reach, loc)
-
     # Exact: p(s) = P(end | s); h(s) = E[T 1{end} | s] = p(s) + sum_s' P(s, s') h(s').
     comp_ptr, local_states = _tarjan(ptr, idx)
     comp_states = reach[local_states]
@@ -1179,9 +1193,32 @@ def expected_length_and_distribution(
     h = _chain_solve(G, row_w, col_w, comp_ptr, comp_states, comp_of, np.zeros((T, 1)), zero, p, n)
     p_end = p[start, 0]
     expected = float(h[start, 0] / p_end) if p_end > 0 else float("nan")
+    return expected, _propagate(ptr, idx, data, term, int(max_turns))
 
-    pmf = _propagate(ptr, idx, data, term, int(max_turns))
-    return expected, pmf
+
+def length_distribution(
+    graph: GameGraph, row_strategy: np.ndarray, col_strategy: np.ndarray, start: int, max_turns: int
+) -> np.ndarray:
+    """`pmf[t - 1]`: the probability that the game ends at turn t (t = 1..max_turns)
+    from state index `start` under the two strategies; the distribution half of
+    `expected_length_and_distribution`, without its linear solves."""
+    _G, _row_w, _col_w, _reach, (ptr, idx, data, term) = _reachable_chain(graph, row_strategy, col_strategy, start)
+    return _propagate(ptr, idx, data, term, int(max_turns))
+
+
+def _reachable_chain(graph: GameGraph, row_strategy: np.ndarray, col_strategy: np.ndarray, start: int) -> tuple:
+    """The kernel arrays, both strategies' weights, the states the pair reaches
+    from `start` (it first) and the chain on them (`_merged_chain`)."""
+    G = graph.kernel_arrays()
+    n = graph.num_states
+    if not 0 <= start < n:
+        raise IndexError(start)
+    row_w = _check_strategy(row_strategy, G[0], "P1")
+    col_w = _check_strategy(col_strategy, G[1], "P2")
+    reach = _reachable(G, row_w, col_w, int(start))
+    loc = np.full(n, -1, np.int64)
+    loc[reach] = np.arange(reach.shape[0])
+    return G, row_w, col_w, reach, _merged_chain(G, row_w, col_w, reach, loc)
 
 
 @njit(cache=True)

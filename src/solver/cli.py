@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import signal
 import sys
@@ -486,6 +487,7 @@ def query_json(rule_set: RuleSet, position: str, answer: StateAnswer, result: So
         "p2_win": wins(answer, "P2"),
         "outcomes": dict(answer.terminal_probability),
         "unending": answer.unending_probability,
+        "expected_length": None if math.isnan(answer.expected_length) else answer.expected_length,
         "p1_strategy": answer.row_strategy,
         "p2_strategy": answer.col_strategy,
         "matrix": {"rows": list(answer.rows), "cols": list(answer.cols), "values": [list(r) for r in answer.matrix]},
@@ -520,6 +522,12 @@ def win_types(answer: StateAnswer, seat: str) -> str:
     )
 
 
+def _length_text(expected: float) -> str:
+    if math.isnan(expected):
+        return "the game never ends from here under these strategies"
+    return f"{expected:.2f} turns expected until the game ends (this one included), given that it ends"
+
+
 def _strategy_line(strategy: dict[str, float]) -> str:
     return "  ".join(f"{card} {p:.4f}" for card, p in strategy.items())
 
@@ -552,7 +560,8 @@ def query_text(
         f"P1 wins      {wins(answer, 'P1'):.6f}   ({win_types(answer, 'P1')})",
         f"P2 wins      {wins(answer, 'P2'):.6f}   ({win_types(answer, 'P2')})",
         f"unending     {answer.unending_probability:.6f}",
-        "             (the split is that of the strategies shown; other optimal strategies may split differently)",
+        f"length       {_length_text(answer.expected_length)}",
+        "             (the split and the length are those of the strategies shown; other optimal strategies may differ)",
         "",
         f"P1 plays     {_strategy_line(answer.row_strategy)}",
         f"P2 plays     {_strategy_line(answer.col_strategy)}",

@@ -45,7 +45,7 @@ import numba
 import numpy as np
 
 from .bracketing import bracket_values, mirrors_strategies, payoffs_swap, seat_mirror
-from .certify import bellman_residual, best_response_values, outcome_probabilities
+from .certify import bellman_residual, best_response_values, outcomes_and_ending_turns
 from .components import strongly_connected_components
 from .graph import (
     GameGraph, GraphTooLargeError, _ptr, _sorted_contains, distinct_sorted, expansion_of, graph_of, merged_distinct,
@@ -253,6 +253,7 @@ class LayeredSolution:
     p2_guarantee: np.ndarray
     terminal_probability: np.ndarray
     unending_probability: np.ndarray
+    ending_turns: np.ndarray  # E[turns played x 1{the game ends}]
     bellman_residual: float
     rounds: int  # best-response rounds spent on cyclic components
     certify_seconds: float  # of the whole, the time spent on the certificate and outcome probabilities
@@ -266,6 +267,7 @@ class ExitFigures:
     p2_guarantee: np.ndarray
     middle: np.ndarray
     outcomes: np.ndarray  # (exits, terminal outcomes + 1): probabilities of each ending, then of none
+    ending_turns: np.ndarray  # E[turns played x 1{the game ends}] from each exit
     twin_p1_guarantee: np.ndarray | None = None  # P1's guarantee at each exit's seat-swapped twin
 
 
@@ -283,6 +285,7 @@ class LayerSolution:
     middle: np.ndarray
     terminal_probability: np.ndarray
     unending_probability: np.ndarray
+    ending_turns: np.ndarray
     bellman_residual: float
     rounds: int
     certify_seconds: float
@@ -312,9 +315,11 @@ def solve_layer(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures
     residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
     terminals = layer.graph.terminal_payoff.shape[0]
     own = np.eye(terminals, terminals + 1)
-    terminal, unending = outcome_probabilities(p1_graph, row, col, np.vstack([own, exits.outcomes]))
+    terminal, unending, turns = outcomes_and_ending_turns(
+        p1_graph, row, col, np.vstack([own, exits.outcomes]), np.concatenate([np.zeros(terminals), exits.ending_turns]),
+    )
     return LayerSolution(
-        row, col, low, high, middle, terminal, unending, residual, int(bracket.rounds.sum()),
+        row, col, low, high, middle, terminal, unending, turns, residual, int(bracket.rounds.sum()),
         time.perf_counter() - clock,
     )
 
@@ -407,6 +412,7 @@ class _SharedFigures:
         self.middle = _shared((n,), np.float64)
         self.terminal = _shared((n, terminals), np.float64)
         self.unending = _shared((n,), np.float64)
+        self.ending_turns = _shared((n,), np.float64)
         self.row_count = _shared((n,), np.int16)
         self.col_count = _shared((n,), np.int16)
         self.finished = _shared((n,), np.bool_)
@@ -453,7 +459,7 @@ def _solve_layer_at(number: int) -> _LayerDone:
     mirror = seat_mirror(with_exit_payoffs(lg, np.zeros(lg.exits.size)), swapped, check_payoffs=False)
     exits = ExitFigures(
         f.p1_guarantee[lg.exits], f.p2_guarantee[lg.exits], f.middle[lg.exits],
-        np.column_stack([f.terminal[lg.exits], f.unending[lg.exits]]),
+        np.column_stack([f.terminal[lg.exits], f.unending[lg.exits]]), f.ending_turns[lg.exits],
         _twin_p1_guarantee(ctx, lg.exits) if mirror is not None else None,
     )
     done = solve_layer(lg, mirror, exits)
@@ -465,6 +471,7 @@ def _solve_layer_at(number: int) -> _LayerDone:
     )
     f.p1_guarantee[at], f.p2_guarantee[at], f.middle[at] = done.p1_guarantee, done.p2_guarantee, done.middle
     f.terminal[at], f.unending[at] = done.terminal_probability, done.unending_probability
+    f.ending_turns[at] = done.ending_turns
     f.row_count[at], f.col_count[at] = np.diff(g.row_ptr), np.diff(g.col_ptr)
     f.finished[at] = True
     return _LayerDone(int(at.size), done.bellman_residual, done.rounds, done.certify_seconds)
@@ -487,7 +494,7 @@ def _mirror_layer_at(number: int) -> _LayerDone:
     f.p1_guarantee[at], f.p2_guarantee[at] = total - f.p2_guarantee[twin], total - f.p1_guarantee[twin]
     f.middle[at] = total - f.middle[twin]
     f.terminal[at] = f.terminal[twin][:, np.asarray(game.terminal_swap)]
-    f.unending[at] = f.unending[twin]
+    f.unending[at], f.ending_turns[at] = f.unending[twin], f.ending_turns[twin]
     f.row_count[at], f.col_count[at] = f.col_count[twin], f.row_count[twin]
     local = np.searchsorted(source.states, swapped)
     with np.load(os.path.join(ctx.spill, f"{layer.twin_of}.npz")) as piece:
@@ -572,7 +579,8 @@ def _assemble(all_states: np.ndarray, figures: _SharedFigures, layers: int, spil
         return out[name]
 
     for name, field in (("middle", "middle"), ("p1_guarantee", "p1_guarantee"), ("p2_guarantee", "p2_guarantee"),
-                        ("terminal_probability", "terminal"), ("unending_probability", "unending")):
+                        ("terminal_probability", "terminal"), ("unending_probability", "unending"),
+                        ("ending_turns", "ending_turns")):
         keep(name, getattr(figures, field))
         delattr(figures, field)  # the shared memory goes with its last reference
     for side in ("row", "col"):

@@ -17,6 +17,7 @@ class StateAnswer:
     value: float
     terminal_probability: dict[str, float]
     unending_probability: float
+    expected_length: float  # turns until the end, given that the game ends (nan if it never does)
     row_strategy: dict[str, float]
     col_strategy: dict[str, float]
     rows: tuple[str, ...]
@@ -30,8 +31,8 @@ class StateAnswer:
 # Per-state (or per-action) arrays: what the cache stores, in this order.
 ARRAY_FIELDS = (
     "states", "row_ptr", "row_actions", "col_ptr", "col_actions", "values", "row_strategy",
-    "col_strategy", "terminal_probability", "unending_probability", "p1_guarantee", "p2_guarantee",
-    "terminal_payoff",
+    "col_strategy", "terminal_probability", "unending_probability", "ending_turns", "p1_guarantee",
+    "p2_guarantee", "terminal_payoff",
 )
 
 
@@ -54,6 +55,7 @@ class SolveResult:
     col_strategy: np.ndarray
     terminal_probability: np.ndarray  # (states, terminal outcomes)
     unending_probability: np.ndarray
+    ending_turns: np.ndarray  # E[turns played x 1{the game ends}]; see `expected_length`
     p1_guarantee: np.ndarray
     p2_guarantee: np.ndarray
     terminal_payoff: np.ndarray
@@ -92,6 +94,12 @@ class SolveResult:
     def max_exploitability(self) -> float:
         return float(self.exploitability.max(initial=0.0))
 
+    def expected_length(self, i: int) -> float:
+        """Expected turns until the end from state index `i`, given that the
+        game ends, under the table's strategies (nan if it never ends)."""
+        ending = float(self.terminal_probability[i].sum())
+        return float(self.ending_turns[i]) / ending if ending > 0.0 else float("nan")
+
     def index_of(self, code: int) -> int:
         """Index of the state with encoding `code`; KeyError if it was not solved."""
         i = int(np.searchsorted(self.states, code))
@@ -129,6 +137,7 @@ class SolveResult:
                 for t, label in enumerate(self.terminal_labels)
             },
             unending_probability=float(self.unending_probability[i]),
+            expected_length=self.expected_length(i),
             row_strategy={a: float(p) for a, p in zip(rows, x)},
             col_strategy={a: float(p) for a, p in zip(cols, y)},
             rows=rows,

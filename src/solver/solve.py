@@ -11,7 +11,7 @@ import psutil
 from tqdm import tqdm
 
 from .bracketing import bracket_values, mirrors_strategies, seat_mirror
-from .certify import bellman_residual, best_response_values, outcome_probabilities
+from .certify import bellman_residual, best_response_values, outcomes_and_ending_turns
 from .components import strongly_connected_components
 from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
 from .layered import Layer, enumerate_by_rank, solve_layers
@@ -197,6 +197,7 @@ def _solve_layers(
         col_strategy=solution.col_strategy,
         terminal_probability=solution.terminal_probability,
         unending_probability=solution.unending_probability,
+        ending_turns=solution.ending_turns,
         p1_guarantee=solution.p1_guarantee,
         p2_guarantee=solution.p2_guarantee,
         **_outcome_labels(game),
@@ -228,7 +229,7 @@ def _solve_graph(graph: GameGraph, game: StochasticGame, timings: dict[str, floa
         upper = best_response_values(graph, 1, col)
     values = np.clip(0.5 * (bracket.lower + bracket.upper), lower, np.maximum(lower, upper))
     residual = bellman_residual(graph, values)
-    terminal, unending = outcome_probabilities(graph, row, col)
+    terminal, unending, turns = outcomes_and_ending_turns(graph, row, col, terminal_turns=np.zeros(len(graph.terminal_payoff)))
     timings["certify"] = time.perf_counter() - clock
 
     return SolveResult(
@@ -242,6 +243,7 @@ def _solve_graph(graph: GameGraph, game: StochasticGame, timings: dict[str, floa
         col_strategy=col,
         terminal_probability=terminal,
         unending_probability=unending,
+        ending_turns=turns,
         p1_guarantee=lower,
         p2_guarantee=upper,
         **_outcome_labels(graph),

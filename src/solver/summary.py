@@ -12,7 +12,7 @@ import numpy as np
 
 from rules.charge_spark.game import ChargeSparkGame
 
-from .certify import expected_length_and_distribution
+from .certify import length_distribution
 from .graph import GameGraph, build_graph, distinct_sorted, expansion_of, graph_of
 from .result import SolveResult
 from .tables import SolvedTable
@@ -27,7 +27,7 @@ class StartSummary:
     value: float  # to P1
     outcomes: dict[str, float]  # each terminal label -> probability, and UNENDING
     expected_length: float  # turns, given that the game ends (nan if it never does)
-    length_pmf: np.ndarray  # length_pmf[t - 1] = P(the game ends at turn t)
+    length_pmf: np.ndarray  # length_pmf[t - 1] = P(the game ends at turn t); empty if not computed
 
     def wins(self, seat: str) -> float:
         """P(`seat` wins) over every way of winning, `seat` "P1" or "P2"."""
@@ -186,9 +186,12 @@ def play_from(game, result: SolveResult, start: int, chunk: int = 1 << 16) -> Pl
 
 
 def summarise_start(table: SolvedTable, max_turns: int = 200) -> StartSummary:
-    """Value, outcome probabilities and game length (exact: state probabilities
+    """Value, outcome probabilities and expected game length at the start, read
+    from the table (the figures of its strategies), and the length's
+    distribution over the first `max_turns` turns (exact: state probabilities
     propagated turn by turn under the table's strategies, over the states they
-    reach) at the start."""
+    reach). `max_turns=0` skips the distribution, and with it following play
+    through the table: the figures alone are one lookup."""
     return summarise_from(ChargeSparkGame(table.rules), table.result, table.start, max_turns)
 
 
@@ -200,7 +203,9 @@ def summarise_from(
     i = result.index_of(start)
     outcomes = {label: float(result.terminal_probability[i, t]) for t, label in enumerate(result.terminal_labels)}
     outcomes[UNENDING] = float(result.unending_probability[i])
-    play = play or play_from(game, result, start)
-    ones = play.strategy
-    expected, pmf = expected_length_and_distribution(play.graph, ones, ones, play.start, max_turns)
-    return StartSummary(float(result.values[i]), outcomes, expected, pmf)
+    pmf = np.zeros(0)
+    if max_turns > 0:
+        play = play or play_from(game, result, start)
+        ones = play.strategy
+        pmf = length_distribution(play.graph, ones, ones, play.start, max_turns)
+    return StartSummary(float(result.values[i]), outcomes, result.expected_length(i), pmf)

@@ -207,13 +207,13 @@ def solve_row(rules: RuleSet, cache_dir: str | None, max_states: int | None) -> 
     # Charge & Spark is solved rank by rank: the limit is at that solve's bytes a state.
     limit, refusal = state_limit(max_states, bytes_per_state(ChargeSparkGame(rules)))
     try:
-        # Mapped: once stored, the solve's arrays are let go before the summary walks the table.
+        # Mapped: once stored, the solve's arrays are let go; the summary reads one state of the table.
         table = solved_table(rules, cache_dir, max_states=limit, warn=warn_on_stderr, mapped=True)
     except GraphTooLargeError as error:
         nan = float("nan")
         return SweepRow(0, rules, fingerprint(rules), nan, {}, nan, 0, nan, time.perf_counter() - started,
                         False, error=refusal or str(error))
-    summary = summarise_start(table)
+    summary = summarise_start(table, max_turns=0)  # a row holds no length distribution
     return SweepRow(
         index=0,
         rules=rules,

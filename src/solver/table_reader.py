@@ -125,7 +125,10 @@ class TableReader:
         index = np.array(sorted({self.index_of(int(c)) for c in codes}), np.int64)
         per_state = {
             name: np.concatenate([self.take(name, i, i + 1) for i in index]) if index.size else self.take(name, 0, 0)
-            for name in ("states", "values", "terminal_probability", "unending_probability", "p1_guarantee", "p2_guarantee")
+            for name in (
+                "states", "values", "terminal_probability", "unending_probability", "ending_turns", "p1_guarantee",
+                "p2_guarantee",
+            )
         }
         sides = {}
         for side in ("row", "col"):

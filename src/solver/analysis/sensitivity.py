@@ -198,13 +198,13 @@ def _summary(job: VariantJob) -> VariantSummary:
     started = time.perf_counter()
     variant = job.variant
     if variant.start is None:
-        # Mapped: once stored, the solve's own arrays are let go before the summary walks the table.
+        # Mapped: once stored, the solve's own arrays are let go; the summary reads one state of the table.
         table = solved_table(
             variant.rules, job.cache_dir, workers=job.workers, show_progress=job.show_progress,
             max_states=job.max_states, warn=warn_on_stderr, mapped=True,
         )
-        return VariantSummary.of(summarise_start(table), time.perf_counter() - started, table.reused)
-    summary = summary_from(variant.rules, variant.start, workers=job.workers, show_progress=job.show_progress,
+        return VariantSummary.of(summarise_start(table, max_turns=0), time.perf_counter() - started, table.reused)
+    summary = summary_from(variant.rules, variant.start, 0, workers=job.workers, show_progress=job.show_progress,
                            max_states=job.max_states)
     return VariantSummary.of(summary, time.perf_counter() - started, False)
 
