@@ -292,12 +292,14 @@ def _anchor(p1_graph: GameGraph, p2_graph: GameGraph, low: np.ndarray, high: np.
     a few sweeps while the other crawls, so the one that changed less in its
     last sweep is taken."""
     states = np.arange(low.size)
-    rising = low.copy()
-    change = shapley_sweeps(p1_graph, states, rising, ANCHOR_SWEEPS)
-    if change <= ANCHOR_SETTLED:
-        return rising
-    falling = high.copy()
-    return np.clip(rising if change <= shapley_sweeps(p2_graph, states, falling, ANCHOR_SWEEPS) else falling, low, high)
+    estimate = low.copy()
+    change = shapley_sweeps(p1_graph, states, estimate, ANCHOR_SWEEPS)
+    if change > ANCHOR_SETTLED:
+        falling = high.copy()
+        if shapley_sweeps(p2_graph, states, falling, ANCHOR_SWEEPS) < change:
+            estimate = falling
+    # Rising sweeps stay below the value only up to rounding: clipped either way.
+    return np.clip(estimate, low, high)
 
 
 def seat_mirror(
