@@ -17,6 +17,7 @@ from solver.certify import (
     bellman_residual,
     certify,
     expected_length_and_distribution,
+    chain_values,
     outcome_probabilities,
     outcomes_and_ending_turns,
     pure_strategy,
@@ -595,3 +596,17 @@ def test_speed_one_million_states():
     elapsed = time.perf_counter() - t0
     print(f"best_response_values on {g.num_states} states: {elapsed:.2f}s")
     assert np.all(np.isfinite(values))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_chain_values_are_the_pairs_values_and_without_choices_both_guarantees(seed):
+    rng = np.random.default_rng(5000 + seed)
+    g = random_graph(rng, 60, max_actions=3, max_outcomes=2, p_terminal=0.15, local=4)
+    row, col = random_strategy(rng, g.row_ptr), random_strategy(rng, g.col_ptr)
+    np.testing.assert_allclose(chain_values(g, row, col), pair_values(g, row, col), atol=1e-12)
+    # Without a choice on either side, a best response only evaluates the chain.
+    single = random_graph(rng, 60, max_actions=1, max_outcomes=3, p_terminal=0.15, local=4)
+    ones = np.ones(single.num_states)
+    values = chain_values(single, ones, ones)
+    np.testing.assert_allclose(values, best_response_values(single, 0, ones), atol=1e-12)
+    np.testing.assert_allclose(values, best_response_values(single, 1, ones), atol=1e-12)

@@ -227,3 +227,25 @@ def test_distinct_codes_by_sorting_equal_numpys_unique():
         np.testing.assert_array_equal(distinct_sorted(np.r_[mixed, mixed[:100]]), np.unique(mixed))
     assert merged_distinct([np.array([], np.int64), np.array([], np.int64)]).size == 0
     assert distinct_sorted(np.array([5], np.int64)).tolist() == [5]
+
+
+def test_a_game_without_choices_is_solved_as_its_markov_chain(monkeypatch):
+    # Both players fixed (uniform P1 against the table's P2): every layer is a
+    # chain, solved by linear solves; the bracket on the same layers agrees.
+    import solver.layered as layered_module
+    from solver.analysis.policy_play import PolicyPlay, table_policy
+    from solver.analysis.skill_gap import uniform_policy
+
+    game, root, _, _, whole = _both(VARIANTS["a-star-and-a-ray"])
+    fixed = PolicyPlay(game, lambda codes, ptr, actions: uniform_policy(ptr), table_policy(whole, 1))
+    layers = enumerate_by_rank(fixed, [root])
+    chain = solve_layers(fixed, layers)
+    assert chain.rounds == 0
+    monkeypatch.setattr(layered_module, "_no_choices", lambda graph: False)
+    bracketed = solve_layers(fixed, layers)
+    assert bracketed.rounds > 0  # the chain has cycles: the bracket had work to do
+    for name in ("middle", "p1_guarantee", "p2_guarantee", "terminal_probability", "unending_probability",
+                 "ending_turns"):
+        np.testing.assert_allclose(getattr(chain, name), getattr(bracketed, name), atol=1e-10, err_msg=name)
+    assert np.max(chain.p2_guarantee - chain.p1_guarantee) <= 1e-12
+    assert chain.bellman_residual <= 1e-12

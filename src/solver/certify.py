@@ -955,6 +955,22 @@ def best_response_values(
     return best_response(graph, seat, strategy, guess)[0]
 
 
+def chain_values(graph: GameGraph, row_strategy: np.ndarray, col_strategy: np.ndarray) -> np.ndarray:
+    """P1's expected payoff per state when both players play the given
+    stationary strategies: the Markov chain they make, solved exactly
+    (component by component), play that never ends paying the unending payoff.
+    Where neither side has a choice this is also each side's guarantee."""
+    G = graph.kernel_arrays()
+    n = graph.num_states
+    row_w = _check_strategy(row_strategy, G[0], "P1")
+    col_w = _check_strategy(col_strategy, G[1], "P2")
+    comp_ptr, comp_states, comp_of = _chain_components(G, row_w, col_w, n)
+    payoff = np.ascontiguousarray(G[6], np.float64).reshape(-1, 1)
+    unending = np.array([float(graph.unending_payoff)])
+    X = _chain_solve(G, row_w, col_w, comp_ptr, comp_states, comp_of, payoff, unending, np.zeros((0, 1)), n)
+    return X[:, 0].copy()
+
+
 def pure_strategy(graph: GameGraph, seat: int, actions: np.ndarray) -> np.ndarray:
     """The stationary strategy array of a pure policy (`actions[i]` local index at state i)."""
     ptr = np.asarray(graph.row_ptr if seat == 0 else graph.col_ptr, np.int64)

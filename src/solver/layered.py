@@ -45,7 +45,7 @@ import numba
 import numpy as np
 
 from .bracketing import bracket_values, mirrors_strategies, payoffs_swap, seat_mirror
-from .certify import bellman_residual, best_response_values, outcomes_and_ending_turns
+from .certify import bellman_residual, best_response_values, chain_values, outcomes_and_ending_turns
 from .components import strongly_connected_components
 from .graph import (
     GameGraph, GraphTooLargeError, _ptr, _sorted_contains, distinct_sorted, expansion_of, graph_of, merged_distinct,
@@ -295,7 +295,10 @@ def solve_layer(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures
     """One layer, its exits paying what `exits` says: strategies by `bracket_values`,
     then the certificate recomputed independently of the bracket's bookkeeping
     (each side's exact guarantee, composed with those of the exits), the Bellman
-    residual and the outcome probabilities."""
+    residual and the outcome probabilities. A layer where neither side has a
+    choice (both follow fixed policies) is a Markov chain: solved as one."""
+    if _no_choices(layer.graph):
+        return _solve_chain_layer(layer, exits)
     p1_graph = with_exit_payoffs(layer, exits.p1_guarantee)
     p2_pay = np.concatenate([layer.graph.terminal_payoff, exits.p2_guarantee])
     bracket = bracket_values(
@@ -313,14 +316,42 @@ def solve_layer(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures
         high = best_response_values(with_exit_payoffs(layer, exits.p2_guarantee), 1, col, bracket.upper)
     middle = np.clip(0.5 * (bracket.lower + bracket.upper), low, np.maximum(low, high))
     residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
-    terminals = layer.graph.terminal_payoff.shape[0]
-    own = np.eye(terminals, terminals + 1)
-    terminal, unending, turns = outcomes_and_ending_turns(
-        p1_graph, row, col, np.vstack([own, exits.outcomes]), np.concatenate([np.zeros(terminals), exits.ending_turns]),
-    )
+    terminal, unending, turns = _layer_outcomes(layer, p1_graph, row, col, exits)
     return LayerSolution(
         row, col, low, high, middle, terminal, unending, turns, residual, int(bracket.rounds.sum()),
         time.perf_counter() - clock,
+    )
+
+
+def _no_choices(graph: GameGraph) -> bool:
+    return bool(np.all(np.diff(graph.row_ptr) == 1) and np.all(np.diff(graph.col_ptr) == 1))
+
+
+def _solve_chain_layer(layer: LayerGraph, exits: ExitFigures) -> LayerSolution:
+    """A layer where each side has one action everywhere: each side's guarantee
+    is the value of the Markov chain, its exits paying that side's guarantee
+    there. Exact linear solves; no bracket, no best responses (they would
+    only evaluate the same chain, iteratively)."""
+    clock = time.perf_counter()
+    ones = np.ones(layer.graph.num_states)
+    p1_graph = with_exit_payoffs(layer, exits.p1_guarantee)
+    low = chain_values(p1_graph, ones, ones)
+    high = chain_values(with_exit_payoffs(layer, exits.p2_guarantee), ones, ones)
+    middle = np.clip(0.5 * (low + high), low, np.maximum(low, high))
+    residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
+    terminal, unending, turns = _layer_outcomes(layer, p1_graph, ones, ones, exits)
+    return LayerSolution(ones, ones, low, high, middle, terminal, unending, turns, residual, 0, time.perf_counter() - clock)
+
+
+def _layer_outcomes(
+    layer: LayerGraph, graph: GameGraph, row: np.ndarray, col: np.ndarray, exits: ExitFigures,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Outcome chances, chance of never ending and ending turns of the layer's
+    states under `row` and `col`, each exit carrying those of its state."""
+    terminals = layer.graph.terminal_payoff.shape[0]
+    own = np.eye(terminals, terminals + 1)
+    return outcomes_and_ending_turns(
+        graph, row, col, np.vstack([own, exits.outcomes]), np.concatenate([np.zeros(terminals), exits.ending_turns]),
     )
 
 
