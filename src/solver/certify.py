@@ -955,20 +955,27 @@ def best_response_values(
     return best_response(graph, seat, strategy, guess)[0]
 
 
-def chain_values(graph: GameGraph, row_strategy: np.ndarray, col_strategy: np.ndarray) -> np.ndarray:
+def chain_values(
+    graph: GameGraph, row_strategy: np.ndarray, col_strategy: np.ndarray, terminal_payoffs: np.ndarray | None = None,
+) -> np.ndarray:
     """P1's expected payoff per state when both players play the given
     stationary strategies: the Markov chain they make, solved exactly
     (component by component), play that never ends paying the unending payoff.
-    Where neither side has a choice this is also each side's guarantee."""
+    Where neither side has a choice this is also each side's guarantee. With
+    `terminal_payoffs` (terminals x k), k payoff columns of the same chain at
+    once, shape (n, k); else the graph's own payoffs, shape (n,)."""
     G = graph.kernel_arrays()
     n = graph.num_states
     row_w = _check_strategy(row_strategy, G[0], "P1")
     col_w = _check_strategy(col_strategy, G[1], "P2")
     comp_ptr, comp_states, comp_of = _chain_components(G, row_w, col_w, n)
-    payoff = np.ascontiguousarray(G[6], np.float64).reshape(-1, 1)
-    unending = np.array([float(graph.unending_payoff)])
-    X = _chain_solve(G, row_w, col_w, comp_ptr, comp_states, comp_of, payoff, unending, np.zeros((0, 1)), n)
-    return X[:, 0].copy()
+    payoff = np.ascontiguousarray(G[6] if terminal_payoffs is None else terminal_payoffs, np.float64)
+    payoff = payoff.reshape(payoff.shape[0], -1)
+    if payoff.shape[0] != G[6].shape[0]:
+        raise ValueError(f"terminal_payoffs needs {G[6].shape[0]} rows, got {payoff.shape[0]}")
+    unending = np.full(payoff.shape[1], float(graph.unending_payoff))
+    X = _chain_solve(G, row_w, col_w, comp_ptr, comp_states, comp_of, payoff, unending, np.zeros((0, payoff.shape[1])), n)
+    return X[:, 0].copy() if terminal_payoffs is None else X
 
 
 def pure_strategy(graph: GameGraph, seat: int, actions: np.ndarray) -> np.ndarray:

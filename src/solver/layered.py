@@ -335,8 +335,9 @@ def _solve_chain_layer(layer: LayerGraph, exits: ExitFigures) -> LayerSolution:
     clock = time.perf_counter()
     ones = np.ones(layer.graph.num_states)
     p1_graph = with_exit_payoffs(layer, exits.p1_guarantee)
-    low = chain_values(p1_graph, ones, ones)
-    high = chain_values(with_exit_payoffs(layer, exits.p2_guarantee), ones, ones)
+    own = layer.graph.terminal_payoff
+    both = np.column_stack([p1_graph.terminal_payoff, np.concatenate([own, exits.p2_guarantee])])
+    low, high = chain_values(p1_graph, ones, ones, both).T  # one solve, each side's exits paying its guarantee
     middle = np.clip(0.5 * (low + high), low, np.maximum(low, high))
     residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
     terminal, unending, turns = _layer_outcomes(layer, p1_graph, ones, ones, exits)
