@@ -229,6 +229,11 @@ def test_an_interrupted_report_resumes_where_it_left_off(tmp_path, monkeypatch):
     assert "solve 1 of " in result.stderr and "solve 3 of " in result.stderr
     total = int(re.search(r"solve 1 of (\d+)", result.stderr).group(1))
 
+    # What was known when it stopped is on the partial page, beside where the report would have gone.
+    assert f"the report so far is in {tmp_path / 'first.partial.html'}" in result.stderr
+    assert 'id="partial"' in (tmp_path / "first.partial.html").read_text()
+    assert not (tmp_path / "first.html").exists()
+
     monkeypatch.setattr(solves, "value_without", real)
     result = run(*args, "--out", str(tmp_path / "second.html"))
     assert result.exit_code == 0, result.output
@@ -236,3 +241,109 @@ def test_an_interrupted_report_resumes_where_it_left_off(tmp_path, monkeypatch):
     html = (tmp_path / "second.html").read_text()
     for card in solved:
         assert re.search(rf'<td class="text">{card}</td><td>[0-9.]+</td>', html), card
+
+
+STRENGTH_ONLY = ("headline", "strength")
+
+
+@pytest.fixture(scope="module")
+def running_report(tmp_path_factory):
+    """SMALL's headline and card strength built on an empty cache, with every
+    partial report handed on while it ran; (partials, finished report, cache)."""
+    from rules.charge_spark.config import apply_overrides, RuleSet
+    from solver.report.build import build_report
+
+    rules = apply_overrides(RuleSet(), [SMALL[i + 1] for i in range(0, len(SMALL), 2)])
+    cache = tmp_path_factory.mktemp("running")
+    partials = []
+    finished = build_report(rules, cache, sections=STRENGTH_ONLY, workers=1, on_partial=partials.append)
+    return partials, finished, cache
+
+
+def _solved_so_far(report) -> int:
+    return int(re.match(r"(\d+) of", report.pending["strength"]).group(1))
+
+
+def test_a_running_report_is_handed_on_after_each_part_with_what_is_still_to_come(running_report):
+    from solver.report.render import render_report
+
+    partials, finished, _ = running_report
+    first = partials[0]
+    assert first.pending == {"strength": "still to come", "draws": "still to come"}  # only the headline is known
+    counted = [r for r in partials if re.match(r"\d+ of", r.pending.get("strength", ""))]
+    cards = len(finished.restricted)
+    assert [_solved_so_far(r) for r in counted] == list(range(cards + 1))  # one page per restricted game, in turn
+    for r in counted:
+        assert len(r.restricted) == _solved_so_far(r) and "draws" not in r.pending
+        assert f"{_solved_so_far(r)} of {cards} restricted games solved so far" in render_report(r)
+    assert [(x.card, x.value) for x in counted[-1].restricted] == [(x.card, x.value) for x in finished.restricted]
+    assert all('id="partial"' in render_report(r) for r in partials)
+    assert finished.pending == {}
+    page = render_report(finished)
+    assert 'id="partial"' not in page and 'class="pending"' not in page
+
+
+def test_a_report_read_whole_from_the_cache_hands_on_no_partial_report(running_report):
+    from solver.report.build import build_report
+
+    partials, finished, cache = running_report
+    again = []
+    report = build_report(finished.rules, cache, sections=STRENGTH_ONLY, workers=1, on_partial=again.append)
+    assert again == [] and [x.value for x in report.restricted] == [x.value for x in finished.restricted]
+
+
+def _before_anything_but_the_headline(report):
+    from dataclasses import replace
+
+    from solver.report.build import SECTIONS
+
+    pending = {name: "still to come" for name in ("usage", "strength", "draws", "sensitivity", "positions", "skill")}
+    return replace(report, sections=SECTIONS, usage=None, restricted=[], draws=[], variants=[], positions=[], skill=[],
+                   pending=pending)
+
+
+def test_the_page_of_a_running_report_says_what_each_unfinished_section_waits_for(running_report):
+    from solver.report.render import PENDING_TITLES, render_report
+
+    _, finished, _ = running_report
+    html = render_report(_before_anything_but_the_headline(finished))
+    banner = unescape(re.search(r'id="partial">(.*?)</div>', html, re.S).group(1))
+    assert all(title in banner for title in PENDING_TITLES.values())
+    for section in ("usage", "strength", "sensitivity", "positions", "skill"):
+        body = re.search(rf'<section id="{section}">(.*?)</section>', html, re.S).group(1)
+        assert re.search(r'class="pending"[^>]*>Still (to come|being computed)', body), section
+    findings = re.search(r'id="findings">(.*?)</div>', html, re.S).group(1)
+    assert findings.count("not known yet") == 3  # strongest card, dead cards, the Lightning cost
+    assert 'id="value"' in html  # the headline is there in full
+
+
+@needs_chromium
+def test_chromium_draws_the_page_of_a_running_report_without_console_errors(running_report, tmp_path):
+    from solver.report.render import render_report
+
+    _, finished, _ = running_report
+    page, png = tmp_path / "partial.html", tmp_path / "partial.png"
+    page.write_text(render_report(_before_anything_but_the_headline(finished)), encoding="utf-8")
+    run_ = screenshot(chromium, page, png, height=1200)
+    assert run_.finished and run_.console == [], run_.console
+    assert inked_fraction(png) > 0.01, "blank page"
+
+
+def test_the_partial_page_goes_beside_the_report_and_never_over_an_earlier_one(tmp_path, monkeypatch):
+    from solver.report.partial import PartialReport
+
+    out, partial = tmp_path / "r.html", tmp_path / "r.partial.html"
+    out.write_text("an earlier finished report")
+    seen_then = []
+    real_write = PartialReport.write
+
+    def write(self, html):
+        real_write(self, html)
+        seen_then.append((out.read_text(), 'id="partial"' in partial.read_text()))
+
+    monkeypatch.setattr(PartialReport, "write", write)
+    result = run("report", *SMALL, "--sections", "strength", "--out", str(out), "--cache-dir", str(tmp_path / "c"))
+    assert result.exit_code == 0, result.output
+    assert f"the report so far: {partial}" in result.stderr
+    assert seen_then and all(then == ("an earlier finished report", True) for then in seen_then)
+    assert 'id="strength"' in out.read_text() and not partial.exists()

@@ -6,7 +6,6 @@ import contextlib
 import errno
 import json
 import math
-import os
 import signal
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 
 from .cache import CACHE_ENV, default_cache_dir, table_path
+from .files import OutputError, write_text_atomically
 from .graph import GraphTooLargeError
 from .result import SolveResult, StateAnswer
 from .sweep import SchedulerError, SweepError
@@ -274,6 +274,7 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
     Every part is kept in the cache as soon as it is computed: running the
     same report again reuses them, and an interrupted one resumes."""
     from .report.build import build_report, chosen_sections
+    from .report.partial import PartialReport
     from .report.render import render_report
 
     try:
@@ -282,15 +283,24 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
         raise click.BadParameter(str(error), param_hint="--sections") from None
     rule_set = rules_in_force(rules_file, overrides)
     path = Path(output) if output else default_report_path(rule_set)
+    if not output:
+        path.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     note = lambda message: click.echo(f"report: {printable(message)}", err=True)  # noqa: E731
     ctx.obj["interrupt_note"] = ("nothing partial was saved; the parts finished so far are kept in the cache:"
                                 " run the report again to resume")
+    partial = PartialReport.beside(path, note)
+
+    def show_partial(report) -> None:
+        if partial.due():
+            partial.write(render_report(report))
+            ctx.obj["interrupt_note"] = (f"the report so far is in {partial.path}; the parts finished so far are"
+                                        " kept in the cache: run the report again to resume")
+
     built = build_report(rule_set, cache_dir, workers=workers, show_progress=sys.stderr.isatty(), log=note,
-                         sections=sections)
-    if not output:
-        path.parent.mkdir(parents=True, exist_ok=True)
+                         sections=sections, on_partial=show_partial)
     write_text_atomically(path, render_report(built))
+    partial.remove()
     click.echo(f"wrote {path} in {time.perf_counter() - started:.1f} s")
 
 
@@ -460,21 +470,6 @@ def csv_output(out: str | None):
         raise OutputError(f"cannot write {out}: {error.strerror or error}") from None
     with stream:
         yield stream
-
-
-class OutputError(OSError):
-    """An output file that cannot be written (the message names it and why)."""
-
-
-def write_text_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as error:
-        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def query_json(rule_set: RuleSet, position: str, answer: StateAnswer, result: SolveResult) -> dict:

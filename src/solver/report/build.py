@@ -37,11 +37,11 @@ from ..analysis.policy_play import PlayFigures, PolicyPlay, play_figures
 from ..analysis.positions import AnnotatedPosition, annotated_positions
 from ..analysis.restricted import RestrictedValue
 from ..analysis.results_cache import ResultsCache
-from ..analysis.sensitivity import Skipped, Variant, VariantSummary, sensitivity_variants
+from ..analysis.sensitivity import Skipped, Variant, VariantSummary, sensitivity_variants, variant_key
 from ..analysis.skill_gap import SOLVES_PER_POLICY, PolicyResult, greedy_policy, table_skill_gap, uniform_policy
 from ..analysis.usage import CardUsage, table_card_usage
 from . import entries
-from .solves import plan_solves, restricted_play, variant_summaries
+from .solves import plan_solves, restricted_key, restricted_play, variant_summaries
 
 SECTIONS = ("headline", "usage", "strength", "sensitivity", "positions", "skill")
 """The report's sections, in order; the headline is always there."""
@@ -73,6 +73,9 @@ class Report:
     """The sections shown (`--sections`); the others are left out."""
     cached: set[str] = field(default_factory=set)
     """Parts read from the results cache rather than computed in this run."""
+    pending: dict[str, str] = field(default_factory=dict)
+    """Sections still being computed (a report written while it runs), each
+    with how far it has got; empty in a finished report."""
 
     @property
     def left_out(self) -> tuple[str, ...]:
@@ -94,43 +97,124 @@ def chosen_sections(names: str | None) -> tuple[str, ...]:
 def build_report(
     rules: RuleSet, cache_dir: Path | str | None = None, *, workers: int | None = None,
     show_progress: bool = False, log: Callable[[str], None] = lambda message: None,
-    sections: tuple[str, ...] = SECTIONS,
+    sections: tuple[str, ...] = SECTIONS, on_partial: Callable[[Report], None] | None = None,
 ) -> Report:
-    """Solve (or load) the rules' table and run the analyses of `sections`."""
+    """Solve (or load) the rules' table and run the analyses of `sections`.
+
+    `on_partial(report)` gets the report as far as it is known each time a
+    part is computed in this run while others are still to come (their
+    sections named in `Report.pending`): a full-size report takes hours, and
+    its headline is known after the first few minutes of them."""
     refuse_beyond_memory(rules)
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
     parts = _Parts(rules, cache_dir, ResultsCache(cache_dir, fingerprint(rules)), show_progress, log)
+    known = _Known(rules, sections, parts)
 
-    headline = parts.cached("headline", parts.headline, _headline_entry, _headline_from, play=True)
-    usage = (parts.cached("usage", parts.usage, entries.usage_entry, entries.usage_from, play=True)
-             if "usage" in sections else None)
-    draws = (parts.cached("draws", parts.draws, entries.draws_entry, entries.draws_from, play=True)
-             if "strength" in sections else [])
-    positions = (parts.cached("positions", parts.positions, entries.positions_entry, entries.positions_from, play=True)
-                 if "positions" in sections else [])
-    skill = (parts.cached("skill", parts.skill, lambda results: [asdict(r) for r in results],
-                          lambda entry: [PolicyResult(**r) for r in entry]) if "skill" in sections else [])
+    def progressed() -> None:
+        """Hand on the report so far, if this run computed a part since the last time and more is to come."""
+        if on_partial is not None and parts.computed > known.shown and known.pending():
+            known.shown = parts.computed
+            on_partial(known.report())
+
+    def solved_one() -> None:
+        parts.computed += 1
+        progressed()
+
+    known.headline = parts.cached("headline", parts.headline, _headline_entry, _headline_from, play=True)
+    progressed()
+    if "usage" in sections:
+        known.usage = parts.cached("usage", parts.usage, entries.usage_entry, entries.usage_from, play=True)
+        progressed()
+    if "strength" in sections:
+        known.draws = parts.cached("draws", parts.draws, entries.draws_entry, entries.draws_from, play=True)
+    if "positions" in sections:
+        known.positions = parts.cached("positions", parts.positions, entries.positions_entry,
+                                       entries.positions_from, play=True)
+        progressed()
+    if "skill" in sections:
+        known.skill = parts.cached("skill", parts.skill, lambda results: [asdict(r) for r in results],
+                                   lambda entry: [PolicyResult(**r) for r in entry])
+        progressed()
     cards = parts.cached("cards", parts.cards, list, list) if "strength" in sections else []
     parts.let_go()  # the table and its chain of play, before the solves
 
-    variants, skipped = sensitivity_variants(rules) if "sensitivity" in sections else ([], [])
+    variants, known.skipped = sensitivity_variants(rules) if "sensitivity" in sections else ([], [])
+    known.cards, known.variants = cards, variants
     plan = plan_solves(rules, cards, variants, parts.results, workers)
     if plan.total:
         log(f"{plan.total} further solves to run, {plan.at_once} at a time (the rest of them come from the cache)")
-    restricted = parts.timed("strength", lambda: restricted_play(
-        rules, cards, plan, parts.results, show_progress=show_progress, log=log)) if cards else []
+        progressed()
+    known.restricted = parts.timed("strength", lambda: restricted_play(
+        rules, cards, plan, parts.results, show_progress=show_progress, log=log, on_kept=solved_one,
+    )) if cards else []
     answers = parts.timed("sensitivity", lambda: variant_summaries(
-        variants, cache_dir, plan, parts.results, show_progress=show_progress, log=log)) if variants else []
-    solved = [(v, s) for v, s in zip(variants, answers) if isinstance(s, VariantSummary)]
-    skipped += [s for s in answers if isinstance(s, Skipped)]
+        variants, cache_dir, plan, parts.results, show_progress=show_progress, log=log, on_kept=solved_one,
+    )) if variants else []
+    known.solved = [(v, s) for v, s in zip(variants, answers) if isinstance(s, VariantSummary)]
+    known.skipped += [s for s in answers if isinstance(s, Skipped)]
+    return known.report()
 
-    summary, start, states, exploitability = headline
-    return Report(
-        rules=rules, fingerprint=fingerprint(rules), states=states, exploitability=exploitability,
-        changed=differences_from_default(rules), summary=summary, start=start, usage=usage, restricted=restricted,
-        draws=draws, variants=solved, skipped=skipped, positions=positions, skill=skill, seconds=parts.seconds,
-        table_reused=parts.table_reused, sections=sections, cached=parts.from_cache,
-    )
+
+class _Known:
+    """What the report knows so far, and which of its sections are still to come."""
+
+    def __init__(self, rules: RuleSet, sections: tuple[str, ...], parts: "_Parts") -> None:
+        self.rules, self.sections, self.parts = rules, sections, parts
+        self.headline = None
+        self.usage: CardUsage | None = None
+        self.draws: list[DrawValue] | None = None
+        self.positions: list | None = None
+        self.skill: list[PolicyResult] | None = None
+        self.cards: list[str] | None = None  # P1's cards, once known: one restricted game each
+        self.variants: list[Variant] | None = None
+        self.restricted: list[RestrictedValue] | None = None
+        self.solved: list[tuple[Variant, VariantSummary]] | None = None
+        self.skipped: list[Skipped] = []
+        self.shown = 0  # `_Parts.computed` when the report so far was last handed on
+
+    def pending(self) -> dict[str, str]:
+        """Each section still to come, with how far it has got."""
+        later = "still to come"
+        pending = {}
+        if "usage" in self.sections and self.usage is None:
+            pending["usage"] = later
+        if "strength" in self.sections and self.restricted is None:
+            pending["strength"] = later if self.cards is None else (
+                f"{len(self._restricted_so_far())} of {len(self.cards)} restricted games solved so far")
+        if "strength" in self.sections and self.draws is None:
+            pending["draws"] = later
+        if "sensitivity" in self.sections and self.solved is None:
+            pending["sensitivity"] = later if self.variants is None else (
+                f"{len(self._variants_so_far())} of {len(self.variants)} variants solved so far")
+        if "positions" in self.sections and self.positions is None:
+            pending["positions"] = later
+        if "skill" in self.sections and self.skill is None:
+            pending["skill"] = later
+        return pending
+
+    def _restricted_so_far(self) -> list[RestrictedValue]:
+        results = self.parts.results
+        return [RestrictedValue(card, **results.get(restricted_key(card))) for card in self.cards or []
+                if results.get(restricted_key(card)) is not None]
+
+    def _variants_so_far(self) -> list[tuple[Variant, VariantSummary]]:
+        results = self.parts.results
+        return [(v, entries.variant_from(results.get(variant_key(v)))) for v in self.variants or []
+                if results.get(variant_key(v)) is not None]
+
+    def report(self) -> Report:
+        summary, start, states, exploitability = self.headline
+        parts = self.parts
+        restricted = self.restricted if self.restricted is not None else self._restricted_so_far()
+        solved = self.solved if self.solved is not None else self._variants_so_far()
+        return Report(
+            rules=self.rules, fingerprint=fingerprint(self.rules), states=states, exploitability=exploitability,
+            changed=differences_from_default(self.rules), summary=summary, start=start, usage=self.usage,
+            restricted=restricted, draws=self.draws or [], variants=solved, skipped=list(self.skipped),
+            positions=self.positions or [], skill=self.skill or [], seconds=dict(parts.seconds),
+            table_reused=parts.table_reused, sections=self.sections, cached=set(parts.from_cache),
+            pending=self.pending(),
+        )
 
 
 def refuse_beyond_memory(rules: RuleSet) -> None:
@@ -163,6 +247,7 @@ class _Parts:
         self._play: Play | None = None
         self._chain: PlayChain | None = None
         self._visits: np.ndarray | None = None
+        self.computed = 0  # parts computed in this run (not read from the cache)
 
     def timed(self, name: str, compute: Callable):
         started = time.perf_counter()
@@ -184,6 +269,7 @@ class _Parts:
             self._visits_of_play()  # built (and timed) here, not within the first part that needs it
         value = self.timed(name, compute)
         self.results.put_all({f"report:{name}": {"seconds": self.seconds[name], "data": to_entry(value)}})
+        self.computed += 1
         return value
 
     @property

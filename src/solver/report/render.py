@@ -19,6 +19,11 @@ from .build import GREEDY, UNIFORM, Report
 TEMPLATES = Path(__file__).parent / "templates"
 TURNS_SHOWN = 15  # of the usage-by-turn heat map
 TITLE_CARD = "lightning"  # the card whose cost the findings box answers for
+PENDING_TITLES = {
+    "usage": "2. Card usage", "strength": "3. Card strength", "draws": "3. Value of drawing each bonus card",
+    "sensitivity": "4. Sensitivity", "positions": "5. What is optimal here", "skill": "6. Skill gap",
+}
+"""How a report written while it runs names the parts still to come (`Report.pending`)."""
 
 
 def pct(p: float, digits: int = 1) -> str:
@@ -65,7 +70,7 @@ def render_report(report: Report) -> str:
     return _environment().get_template("report.html.j2").render(
         r=report, charts=report_charts(report), findings=findings(report), median=median_turn,
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), CardStatus=CardStatus,
-        UNIFORM=UNIFORM, GREEDY=GREEDY, turns_shown=TURNS_SHOWN,
+        UNIFORM=UNIFORM, GREEDY=GREEDY, turns_shown=TURNS_SHOWN, pending_titles=PENDING_TITLES,
     )
 
 
@@ -79,44 +84,46 @@ def _length_chart(pmf, title: str):
 
 
 def report_charts(r: Report) -> dict:
-    """Every chart of the sections shown."""
+    """Every chart of the sections shown that has something to draw (a report
+    written while it runs may not have every section's numbers yet)."""
     baseline = r.summary
     labels = [v.label for v, _ in r.variants]
-    out = {
-        "length": _length_chart(r.summary.length_pmf, "How long games last under optimal play"),
-        "restricted": charts.bar_chart(
+    out = {"length": _length_chart(r.summary.length_pmf, "How long games last under optimal play")}
+    if r.restricted:
+        out["restricted"] = charts.bar_chart(
             "Change in P1's value when P1 may not play the card", [x.card for x in r.restricted],
             [100 * (x.value - baseline.value) for x in r.restricted],
             "change in value to P1 (percentage points)", fmt=signed, signed=True,
-        ),
-        "sensitivity_length": charts.bar_chart(
+        )
+    if r.variants:
+        out["sensitivity_length"] = charts.bar_chart(
             "Change in expected game length from the baseline rules", labels,
             [s.expected_length - baseline.expected_length for _, s in r.variants],
             "change in expected length (turns, given the game ends)", fmt=signed, signed=True,
-        ),
-        "sensitivity_knockout": charts.bar_chart(
+        )
+        out["sensitivity_knockout"] = charts.bar_chart(
             "Change in the share of games won by knock-out", labels,
             [100 * (s.by("by knock-out") - _by(baseline, "by knock-out")) for _, s in r.variants],
             "change in P(a player wins by knock-out) (percentage points)", fmt=signed, signed=True,
-        ),
-        "sensitivity_value": charts.bar_chart(
+        )
+        out["sensitivity_value"] = charts.bar_chart(
             "Change in P1's value at the start from the baseline rules", labels,
             [100 * (s.value - baseline.value) for _, s in r.variants],
             "change in value to P1 (percentage points)", fmt=signed, signed=True,
-        ),
-        "skill": charts.bar_chart(
+        )
+    if r.skill:
+        out["skill"] = charts.bar_chart(
             "P(the simple policy wins), playing P1", [f"{p.name}: {opp}" for p in r.skill for opp in ("vs optimal", "vs best response")],
             [100 * v for p in r.skill for v in (p.win_vs_optimal, p.win_vs_best_response)],
             "probability of winning (%)", fmt=lambda v: f"{v:.1f}",
-        ),
-        "positions": [
-            charts.heat_map(
-                f"{a.title}: value to P1 after each pair of cards", a.answer.rows, a.answer.cols, a.answer.matrix,
-                "P1's card", "P2's card", "value to P1 (P(P1 wins) + half P(unending))", fmt=lambda v: f"{v:.2f}",
-            )
-            for _, a in r.positions
-        ],
-    }
+        )
+    out["positions"] = [
+        charts.heat_map(
+            f"{a.title}: value to P1 after each pair of cards", a.answer.rows, a.answer.cols, a.answer.matrix,
+            "P1's card", "P2's card", "value to P1 (P(P1 wins) + half P(unending))", fmt=lambda v: f"{v:.2f}",
+        )
+        for _, a in r.positions
+    ]
     if r.usage is not None:
         usage = r.usage
         shown = min(TURNS_SHOWN, usage.by_turn.shape[1])
@@ -151,4 +158,5 @@ def findings(r: Report) -> dict:
         ((v, s) for v, s in r.variants if v.key.startswith(f"cost.{TITLE_CARD}.") and v.step > 0), None
     )
     return {"strongest": strongest, "least": least, "dead": r.usage.dead if r.usage else None, "cost_up": cost_up,
-            "knockout": _by(r.summary, "by knock-out"), "moon": _by(r.summary, "at the moon")}
+            "cost_up_card": TITLE_CARD, "knockout": _by(r.summary, "by knock-out"),
+            "moon": _by(r.summary, "at the moon")}

@@ -66,12 +66,15 @@ def restricted_key(card: str) -> str:
 
 def restricted_play(
     rules: RuleSet, cards: Sequence[str], plan: SolvePlan, results: ResultsCache, *, show_progress: bool, log: Log,
+    on_kept: Callable[[], None] = lambda: None,
 ) -> list[RestrictedValue]:
-    """The value of the game with P1 barred from each card (`cards` in order)."""
+    """The value of the game with P1 barred from each card (`cards` in order);
+    `on_kept()` after each is solved and kept in `results`."""
 
     def keep(answer: RestrictedValue) -> None:
         if answer.error is None:
             results.put_all({restricted_key(answer.card): {"value": answer.value, "p1_win": answer.p1_win}})
+        on_kept()
 
     fresh: dict[str, RestrictedValue] = {}
     if plan.at_once > 1:
@@ -91,13 +94,15 @@ def restricted_play(
 
 def variant_summaries(
     variants: Sequence[Variant], cache_dir: Path, plan: SolvePlan, results: ResultsCache, *, show_progress: bool,
-    log: Log,
+    log: Log, on_kept: Callable[[], None] = lambda: None,
 ) -> list[VariantSummary | Skipped]:
-    """Each variant's start summary, or why it could not be had (in `variants` order)."""
+    """Each variant's start summary, or why it could not be had (in `variants`
+    order); `on_kept()` after each is solved and kept in `results`."""
 
     def keep(variant: Variant, answer: VariantSummary | Skipped) -> None:
         if isinstance(answer, VariantSummary):
             results.put_all({variant_key(variant): variant_entry(answer)})
+        on_kept()
 
     fresh: dict[Variant, VariantSummary | Skipped] = {}
     if plan.at_once > 1:
