@@ -347,3 +347,19 @@ def test_the_partial_page_goes_beside_the_report_and_never_over_an_earlier_one(t
     assert f"the report so far: {partial}" in result.stderr
     assert seen_then and all(then == ("an earlier finished report", True) for then in seen_then)
     assert 'id="strength"' in out.read_text() and not partial.exists()
+
+
+def test_the_variant_the_findings_box_reads_is_solved_before_the_other_variants(tmp_path):
+    from rules.charge_spark.config import RuleSet, apply_overrides
+    from solver.analysis.results_cache import ResultsCache
+    from solver.analysis.sensitivity import sensitivity_variants
+    from solver.report.build import FINDINGS_CARD, findings_variant
+    from solver.report.solves import plan_solves
+
+    rules = apply_overrides(RuleSet(), [SMALL[i + 1] for i in range(0, len(SMALL), 2)])
+    variants, _ = sensitivity_variants(rules)
+    first = findings_variant(variants)
+    assert first.key.startswith(f"cost.{FINDINGS_CARD}.") and first.step == 1 and first is not variants[0]
+    plan = plan_solves(rules, ["spark"], variants, ResultsCache(tmp_path, "rules"), 2, first=first)
+    assert plan.variants == [first] + [v for v in variants if v != first]
+    assert plan.cards == ["spark"]  # the restricted games still go first

@@ -45,6 +45,8 @@ from .solves import plan_solves, restricted_key, restricted_play, variant_summar
 
 SECTIONS = ("headline", "usage", "strength", "sensitivity", "positions", "skill")
 """The report's sections, in order; the headline is always there."""
+FINDINGS_CARD = "lightning"
+"""The card whose cost going up the findings box answers for ("what if Lightning costs 3?")."""
 UNIFORM = "uniform random legal card"
 GREEDY = "strongest affordable attack, else Charge"
 
@@ -140,7 +142,7 @@ def build_report(
 
     variants, known.skipped = sensitivity_variants(rules) if "sensitivity" in sections else ([], [])
     known.cards, known.variants = cards, variants
-    plan = plan_solves(rules, cards, variants, parts.results, workers)
+    plan = plan_solves(rules, cards, variants, parts.results, workers, first=findings_variant(variants))
     if plan.total:
         log(f"{plan.total} further solves to run, {plan.at_once} at a time (the rest of them come from the cache)")
         progressed()
@@ -215,6 +217,11 @@ class _Known:
             table_reused=parts.table_reused, sections=self.sections, cached=set(parts.from_cache),
             pending=self.pending(),
         )
+
+
+def findings_variant(variants: list[Variant]) -> Variant | None:
+    """The variant the findings box reports: `FINDINGS_CARD`'s cost one up."""
+    return next((v for v in variants if v.key.startswith(f"cost.{FINDINGS_CARD}.") and v.step > 0), None)
 
 
 def refuse_beyond_memory(rules: RuleSet) -> None:

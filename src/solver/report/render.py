@@ -14,11 +14,10 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from ..analysis.usage import CardStatus
 from . import charts
-from .build import GREEDY, UNIFORM, Report
+from .build import FINDINGS_CARD, GREEDY, UNIFORM, Report, findings_variant
 
 TEMPLATES = Path(__file__).parent / "templates"
 TURNS_SHOWN = 15  # of the usage-by-turn heat map
-TITLE_CARD = "lightning"  # the card whose cost the findings box answers for
 PENDING_TITLES = {
     "usage": "2. Card usage", "strength": "3. Card strength", "draws": "3. Value of drawing each bonus card",
     "sensitivity": "4. Sensitivity", "positions": "5. What is optimal here", "skill": "6. Skill gap",
@@ -154,9 +153,8 @@ def findings(r: Report) -> dict:
     ranked = sorted((x for x in r.restricted if x.error is None), key=lambda x: x.value)
     strongest = ranked[0] if ranked else None
     least = ranked[-1] if ranked else None
-    cost_up = next(
-        ((v, s) for v, s in r.variants if v.key.startswith(f"cost.{TITLE_CARD}.") and v.step > 0), None
-    )
+    first = findings_variant([v for v, _ in r.variants])
+    cost_up = next(((v, s) for v, s in r.variants if v == first), None) if first else None
     return {"strongest": strongest, "least": least, "dead": r.usage.dead if r.usage else None, "cost_up": cost_up,
-            "cost_up_card": TITLE_CARD, "knockout": _by(r.summary, "by knock-out"),
+            "cost_up_card": FINDINGS_CARD, "knockout": _by(r.summary, "by knock-out"),
             "moon": _by(r.summary, "at the moon")}

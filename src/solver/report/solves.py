@@ -48,9 +48,13 @@ class SolvePlan:
 
 def plan_solves(
     rules: RuleSet, cards: Sequence[str], variants: Sequence[Variant], results: ResultsCache, workers: int | None,
+    first: Variant | None = None,
 ) -> SolvePlan:
+    """The solves not in `results`: the restricted games, then the variants,
+    `first` (the one the findings box reads) ahead of the others, so that a
+    report read while it runs answers its question as early as it can."""
     cards = [card for card in cards if results.get(restricted_key(card)) is None]
-    variants = [v for v in variants if results.get(variant_key(v)) is None]
+    variants = sorted((v for v in variants if results.get(variant_key(v)) is None), key=lambda v: v != first)
     estimates = [float(estimate_reachable(rules))] * bool(cards) + [_estimate(v) for v in variants]
     return SolvePlan(cards, variants, solves_at_once(estimates, LAYERED_BYTES_PER_STATE, workers))
 
