@@ -37,7 +37,7 @@ from .files import OutputError, write_text_atomically
 from .graph import GraphTooLargeError
 from .result import SolveResult, StateAnswer
 from .sweep import SchedulerError, SweepError
-from .tables import solved_table, stored_part
+from .tables import cached_table, solved_table, stored_part
 
 
 def usable_cores() -> int:
@@ -217,20 +217,26 @@ def query(
     rule_set = rules_in_force(rules_file, overrides)
     parsed = parse_position(position, rule_set)
     started = time.perf_counter()
-    answer, result, source = answer_at(rule_set, parsed, cache_dir, max_states, show_progress=not as_json)
+    answer, result, source, edge = answer_at(rule_set, parsed, cache_dir, max_states, show_progress=not as_json)
     elapsed = time.perf_counter() - started
     if as_json:
         click.echo(json.dumps(query_json(rule_set, format_position(parsed, rule_set), answer, result)))
     else:
-        click.echo(query_text(rule_set, format_position(parsed, rule_set), answer, result, elapsed, source))
+        click.echo(query_text(rule_set, format_position(parsed, rule_set), answer, result, elapsed, source, edge))
 
 
 def answer_at(
     rule_set: RuleSet, position, cache_dir: str | None, max_states: int | None, show_progress: bool,
-) -> tuple[StateAnswer, SolveResult, Path | None]:
-    """The answer at `position`: from the stored table of the rules if one holds
-    it (then also its path), else by solving what is reachable from it, unless
-    the estimate of that part clearly exceeds the limit. The estimate is made
+) -> tuple[StateAnswer, SolveResult, Path | None, Path | None]:
+    """The answer at `position`, with the path of the stored table it came
+    from, and the path of the stored table at whose edge it was solved.
+
+    From the stored table of the rules if one holds it; else by solving what
+    is reachable from it. Where a table of the rules is stored but does not
+    hold the position (a handicap start, say), play from it is solved only
+    until it reaches states the table holds, and their figures are read from
+    it: seconds instead of a whole solve. With no table, unless the estimate
+    of the part reachable clearly exceeds the limit: the estimate is made
     from `position` itself (measured as closely for other positions as for
     the start), so a late position of a large game is still answered."""
     game = ChargeSparkGame(rule_set)
@@ -240,19 +246,23 @@ def answer_at(
     # Only the state and its successors are read: a stored table can be gigabytes.
     result = stored_part(path, key, code, ReferenceChargeSparkGame(rule_set), warn)
     source = path if result is not None else None
+    edge = None
     if result is None:
+        from .boundary import Boundary
         from .solve import solve_from
 
+        stored = cached_table(path, key, warn, mapped=True)
+        edge = path if stored is not None else None
         where = "from the start" if position == initial_position(rule_set) else "from this position"
         result = solve_from(
             game, [code], show_progress=show_progress and sys.stderr.isatty(), max_states=max_states,
             estimated_states=estimate_reachable(rule_set, position), estimated_from=where,
-            workers=usable_cores(),
+            workers=usable_cores(), boundary=Boundary.of(stored) if stored is not None else None,
         )
     # One stage game from a stored table: the readable engine builds it at once,
     # where loading the compiled one would cost more than the whole answer.
     answer = result.answer(code, game if source is None else ReferenceChargeSparkGame(rule_set))
-    return answer, result, source
+    return answer, result, source, edge
 
 
 @main.command()
@@ -331,7 +341,7 @@ def export_nfg(
 
     rule_set = rules_in_force(rules_file, overrides)
     parsed = parse_position(position, rule_set)
-    answer, _, _ = answer_at(rule_set, parsed, cache_dir, max_states, show_progress=output is not None)
+    answer, _, _, _ = answer_at(rule_set, parsed, cache_dir, max_states, show_progress=output is not None)
     title = f"Charge & Spark {format_position(parsed, rule_set)} [rules {fingerprint(rule_set)}]"
     text = write_nfg(np.array(answer.matrix), answer.rows, answer.cols, title, labels=labels)
     if output is None:
@@ -540,7 +550,7 @@ def timing_line(result: SolveResult, elapsed: float) -> str:
 
 def query_text(
     rule_set: RuleSet, position: str, answer: StateAnswer, result: SolveResult, elapsed: float,
-    source: Path | None = None,
+    source: Path | None = None, edge: Path | None = None,
 ) -> str:
     width = max(len(c) for c in answer.rows + answer.cols) + 1
     header = " " * width + "".join(f"{c:>{width + 2}}" for c in answer.cols)
@@ -576,6 +586,8 @@ def query_text(
         f"             {timing_line(result, elapsed) if source is None else f'answered in {elapsed:.2f} s from the solved table {source}'}",
         f"             method: {result.method}",
     ]
+    if edge is not None:
+        lines.append(f"             solved up to the states the stored table {edge} holds (their figures read from it)")
     return "\n".join(lines)
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from .boundary import Boundary
 from .bracketing import bracket_values, mirrors_strategies, payoffs_swap, seat_mirror
 from .certify import bellman_residual, best_response_values, chain_values, outcomes_and_ending_turns
 from .components import strongly_connected_components
@@ -59,11 +60,12 @@ class Layer:
     states: np.ndarray  # sorted codes
     exit_ranks: frozenset[int] = frozenset()  # the higher ranks its transitions lead to
     twin_of: int | None = None  # the layer (its index) whose states are these with the seats swapped
+    given: bool = False  # states of the solve's boundary: their figures are read from it, not solved
 
 
 def enumerate_by_rank(
     game, roots: np.ndarray, progress: Callable[[int], None] | None = None,
-    max_states: int | None = None, chunk: int = 1 << 16, workers: int = 1,
+    max_states: int | None = None, chunk: int = 1 << 16, workers: int = 1, boundary: Boundary | None = None,
 ) -> list[Layer]:
     """Every state reachable from `roots`, grouped by rank, lowest rank first.
     `progress(count)` gets the number found so far; past `max_states` it
@@ -76,15 +78,21 @@ def enumerate_by_rank(
     rank's positions of seat order 1 are the twins of those of order -1,
     so only order -1 and order 0 (closed under the swap) are expanded, each
     as a layer of its own, and the twins of order -1 come as a third layer
-    (`twin_of`), never expanded."""
-    global _ENUMERATED_GAME
+    (`twin_of`), never expanded.
+
+    With a `boundary` (states already solved), play stops at the states it
+    holds, other than the roots: they come last, as one layer marked `given`
+    (with the seat-swapped twins it holds too, when folded), never expanded."""
+    global _ENUMERATED_GAME, _ENUMERATED_BOUNDARY
     roots = distinct_sorted(np.asarray(roots, np.int64))
     fold = folds_by_seat(game) and np.array_equal(distinct_sorted(game.swap(roots)), roots)
     pending: dict[int, list[np.ndarray]] = {}
     _add_seeds(pending, roots, game.progress_rank(roots))
     layers: list[Layer] = []
     found = 0
+    reached: list[np.ndarray] = []  # states of the boundary that play reaches
     _ENUMERATED_GAME = game
+    _ENUMERATED_BOUNDARY = boundary.without(roots) if boundary is not None else None
     pool = _layer_pool(workers) if workers > 1 else None
 
     def count(size: int) -> None:
@@ -98,7 +106,7 @@ def enumerate_by_rank(
             rank = min(pending)
             seeds = distinct_sorted(np.concatenate(pending.pop(rank)))
             if not fold:
-                layer, exit_ranks = _closure_in_rank(seeds, rank, pending, pool, workers, chunk, count)
+                layer, exit_ranks = _closure_in_rank(seeds, rank, pending, pool, workers, chunk, count, reached)
                 layers.append(Layer(rank, layer, exit_ranks))
                 found += layer.size
                 continue
@@ -112,7 +120,7 @@ def enumerate_by_rank(
                     start = merged_distinct([start, distinct_sorted(game.swap(start))])
                 doubled = 2 if side else 1
                 layer, exit_ranks = _closure_in_rank(
-                    start, rank, pending, pool, workers, chunk, lambda size: count(doubled * size),
+                    start, rank, pending, pool, workers, chunk, lambda size: count(doubled * size), reached,
                 )
                 if np.any(game.seat_order(layer) != side):
                     raise ValueError(f"a transition within rank {rank} changes the seat order")
@@ -124,8 +132,23 @@ def enumerate_by_rank(
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-        _ENUMERATED_GAME = None
+        _ENUMERATED_GAME = _ENUMERATED_BOUNDARY = None
+    if reached:
+        layers.append(_given_layer(game, layers, merged_distinct(reached), boundary.without(roots), fold))
     return layers
+
+
+def _given_layer(game, layers: list[Layer], reached: np.ndarray, boundary: Boundary, fold: bool) -> Layer:
+    """The boundary's states that play reaches (and, folded, their twins that
+    it holds: a mirrored layer's exits are the twins of its source's), less
+    any that a layer holds."""
+    if fold:
+        twins = distinct_sorted(game.swap(reached))
+        reached = merged_distinct([reached, twins[boundary.holds(twins)]])
+    solved = merged_distinct([layer.states for layer in layers])
+    if solved.size:
+        reached = reached[~_sorted_contains(solved, reached)]
+    return Layer(-1, reached, given=True)
 
 
 def folds_by_seat(game) -> bool:
@@ -141,10 +164,11 @@ def folds_by_seat(game) -> bool:
 
 def _closure_in_rank(
     seeds: np.ndarray, rank: int, pending: dict[int, list[np.ndarray]], pool, workers: int, chunk: int,
-    count: Callable[[int], None],
+    count: Callable[[int], None], reached: list[np.ndarray],
 ) -> tuple[np.ndarray, frozenset[int]]:
     """The states of rank `rank` reachable from `seeds` (sorted) and the ranks
-    above it they lead to; the states they lead to there go to `pending`."""
+    above it they lead to; the states they lead to there go to `pending`, and
+    those of the boundary to `reached`."""
     layer = frontier = seeds
     exit_ranks: set[int] = set()
     while frontier.size:
@@ -155,10 +179,12 @@ def _closure_in_rank(
             _successors_by_rank, jobs
         )
         same = []
-        for inside, later, ranks in parts:
+        for inside, later, ranks, given in parts:
             same.append(inside)
             exit_ranks.update(np.unique(ranks).tolist())
             _add_seeds(pending, later, ranks)
+            if given.size:
+                reached.append(given)
         same = merged_distinct(same)
         frontier = same[~_sorted_contains(layer, same)] if layer.size else same
         if frontier.size:
@@ -169,19 +195,25 @@ def _closure_in_rank(
 
 _MIN_SHARE = 4096  # states: below this a job costs more to send than to expand
 _ENUMERATED_GAME = None  # the game being enumerated, inherited by the forked workers
+_ENUMERATED_BOUNDARY: Boundary | None = None  # and its boundary
 
 
-def _successors_by_rank(job: tuple[np.ndarray, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct successors of `codes` of rank `rank`; the others, with their ranks."""
+def _successors_by_rank(job: tuple[np.ndarray, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct successors of `codes` of rank `rank`; the others, with
+    their ranks; then those the boundary holds (not among the others)."""
     codes, rank = job
     game = _ENUMERATED_GAME
     nxt = game.expand(codes).out_next
     nxt = distinct_sorted(nxt[nxt >= 0])
+    given = nxt[:0]
+    if _ENUMERATED_BOUNDARY is not None:
+        held = _ENUMERATED_BOUNDARY.holds(nxt)
+        given, nxt = nxt[held], nxt[~held]
     ranks = game.progress_rank(nxt)
     if ranks.size and ranks.min() < rank:
         raise ValueError(f"a transition lowers the progress rank (from {rank} to {int(ranks.min())})")
     later = ranks != rank
-    return nxt[~later], nxt[later], ranks[later]
+    return nxt[~later], nxt[later], ranks[later], given
 
 
 def _add_seeds(pending: dict[int, list[np.ndarray]], codes: np.ndarray, ranks: np.ndarray) -> None:
@@ -372,7 +404,7 @@ def _mirrored(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures, 
 
 def solve_layers(
     game, layers: list[Layer], progress: Callable[[int], None] | None = None, workers: int = 1,
-    scratch_dir: str | os.PathLike[str] | None = None,
+    scratch_dir: str | os.PathLike[str] | None = None, boundary: Boundary | None = None,
 ) -> LayeredSolution:
     """Solve every layer, highest rank first (see the module docstring).
 
@@ -386,10 +418,16 @@ def solve_layers(
     returned memory-mapped (the file already unlinked), so that at most one
     of them is ever held in memory. The files go to a temporary directory
     in `scratch_dir` (default: the system's; it needs about twice the
-    table's size, and should be on disk, not in memory)."""
+    table's size, and should be on disk, not in memory).
+
+    A layer marked `given` takes its figures from `boundary` (the solution
+    then holds its states, with no strategies: they were not solved here)."""
     global _CONTEXT
     all_states = np.sort(np.concatenate([layer.states for layer in layers]))
     figures = _SharedFigures(all_states.size, len(game.terminal_payoff))
+    for layer in layers:
+        if layer.given:
+            _fill_from_boundary(game, figures, np.searchsorted(all_states, layer.states), layer.states, boundary)
     residual, rounds, certify_seconds = 0.0, 0, 0.0
     _remove_abandoned_spills(scratch_dir)
     with tempfile.TemporaryDirectory(prefix=f"{_SPILL_PREFIX}{os.getpid()}-", dir=scratch_dir) as spill:
@@ -403,13 +441,29 @@ def solve_layers(
                     progress(done.states)
         finally:
             _CONTEXT = None
-        arrays = _assemble(all_states, figures, len(layers), spill)
+        arrays = _assemble(all_states, figures, [i for i, layer in enumerate(layers) if not layer.given], spill)
     return LayeredSolution(
         **arrays, bellman_residual=residual, rounds=rounds, certify_seconds=certify_seconds,
     )
 
 
 _SPILL_PREFIX = "charge-spark-layers-"
+
+
+def _fill_from_boundary(game, figures: _SharedFigures, at: np.ndarray, codes: np.ndarray, boundary: Boundary | None) -> None:
+    """Record the boundary's figures of `codes` (at `at` among all states) as finished."""
+    if boundary is None or not np.all(boundary.holds(codes)):
+        raise ValueError("a layer of given states needs the boundary that holds them")
+    if tuple(boundary.terminal_labels) != tuple(game.terminal_labels):
+        raise ValueError("the boundary is a table of another game: its terminal outcomes differ")
+    index = boundary.index(codes)
+    figures.p1_guarantee[at] = boundary.p1_guarantee[index]
+    figures.p2_guarantee[at] = boundary.p2_guarantee[index]
+    figures.middle[at] = boundary.middle[index]
+    figures.terminal[at] = boundary.terminal[index]
+    figures.unending[at] = boundary.unending[index]
+    figures.ending_turns[at] = boundary.ending_turns[index]
+    figures.finished[at] = True  # no actions: row and column counts stay 0
 
 
 def _remove_abandoned_spills(scratch_dir: str | os.PathLike[str] | None) -> None:
@@ -556,8 +610,8 @@ def _twin_p1_guarantee(ctx: _LayerContext, exits: np.ndarray) -> np.ndarray | No
 def _run_layers(layers: list[Layer], workers: int) -> Iterator[_LayerDone]:
     """Solve the context's layers, each once every rank it exits to is done,
     on `workers` forked processes (in this one if 1); yields each as it finishes."""
-    waiting = sorted(range(len(layers)), key=lambda i: -layers[i].rank)
-    unfinished = collections.Counter(layer.rank for layer in layers)  # layers per rank
+    waiting = sorted((i for i, layer in enumerate(layers) if not layer.given), key=lambda i: -layers[i].rank)
+    unfinished = collections.Counter(layer.rank for layer in layers if not layer.given)  # layers per rank
     finished_layers: set[int] = set()
     finished_ranks: set[int] = set()
 
@@ -602,8 +656,9 @@ def _layer_pool(workers: int) -> futures.ProcessPoolExecutor:
     return futures.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
 
 
-def _assemble(all_states: np.ndarray, figures: _SharedFigures, layers: int, spill: str) -> dict[str, np.ndarray]:
-    """The solution's arrays, each built, written to `spill` and memory-mapped in turn."""
+def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int], spill: str) -> dict[str, np.ndarray]:
+    """The solution's arrays, each built, written to `spill` and memory-mapped
+    in turn; the strategies from the files of the layers `numbers`."""
     out: dict[str, np.ndarray] = {"states": all_states}
 
     def keep(name: str, a: np.ndarray) -> np.ndarray:
@@ -622,7 +677,7 @@ def _assemble(all_states: np.ndarray, figures: _SharedFigures, layers: int, spil
         ptr = out[f"{side}_ptr"]
         for name, source, dtype in ((f"{side}_actions", f"{side}_actions", np.int16), (f"{side}_strategy", side, np.float64)):
             target = np.empty(int(ptr[-1]), dtype)
-            for number in range(layers):
+            for number in numbers:
                 with np.load(os.path.join(spill, f"{number}.npz")) as piece:
                     _scatter_segments(piece["at"], piece[f"{side}_ptr"], piece[source], ptr, target)
             keep(name, target)

@@ -14,6 +14,7 @@ from .bracketing import bracket_values, mirrors_strategies, seat_mirror
 from .certify import bellman_residual, best_response_values, outcomes_and_ending_turns
 from .components import strongly_connected_components
 from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
+from .boundary import Boundary
 from .layered import Layer, enumerate_by_rank, solve_layers
 from .protocol import StochasticGame
 from .result import SolveResult
@@ -121,6 +122,7 @@ def solve_from(
     estimated_from: str = "from there",
     workers: int = 1,
     scratch_dir: str | os.PathLike[str] | None = None,
+    boundary: Boundary | None = None,
 ) -> SolveResult:
     """Solve the part of `game` reachable from `roots`. Enumeration stops with
     `GraphTooLargeError` past `max_states` states, or by default past what
@@ -131,8 +133,16 @@ def solve_from(
     A game with a `progress_rank` is solved rank by rank (`layered`), holding
     one rank's transitions at a time, on `workers` processes, with its
     working files in `scratch_dir` (see `layered.solve_layers`); any other
-    through its whole graph, in this process."""
-    if estimated_states is not None:
+    through its whole graph, in this process.
+
+    With a `boundary` (a solved table of the same game: `Boundary.of`), play
+    stops at the states it holds, other than the roots, and takes their
+    figures from it; the result holds those states too, with no strategies
+    (rank by rank only). The estimate, if given, is then not checked: it
+    counts what the boundary cuts off."""
+    if boundary is not None and not hasattr(game, "progress_rank"):
+        raise ValueError("a solve with a boundary goes rank by rank: the game has no progress rank")
+    if estimated_states is not None and boundary is None:
         refuse_if_estimate_too_large(estimated_states, estimated_from, max_states, bytes_per_state(game))
     timings: dict[str, float] = {}
     roots = np.asarray(list(roots), dtype=np.int64)
@@ -146,7 +156,9 @@ def solve_from(
 
         try:
             if hasattr(game, "progress_rank"):
-                layers = enumerate_by_rank(game, roots, progress=found, max_states=limit, workers=workers)
+                layers = enumerate_by_rank(
+                    game, roots, progress=found, max_states=limit, workers=workers, boundary=boundary,
+                )
             else:
                 graph = build_graph(game, reachable_states(game, roots, progress=found, max_states=limit))
         except GraphTooLargeError:
@@ -160,7 +172,7 @@ def solve_from(
             ) from None
     timings["enumerate"] = time.perf_counter() - clock
     if hasattr(game, "progress_rank"):
-        return _solve_layers(game, layers, timings, show_progress, workers, scratch_dir)
+        return _solve_layers(game, layers, timings, show_progress, workers, scratch_dir, boundary)
     return _solve_graph(graph, game, timings, show_progress)
 
 
@@ -176,14 +188,16 @@ def _outcome_labels(source) -> dict:
 
 def _solve_layers(
     game: StochasticGame, layers: list[Layer], timings: dict[str, float], show_progress: bool, workers: int,
-    scratch_dir: str | os.PathLike[str] | None = None,
+    scratch_dir: str | os.PathLike[str] | None = None, boundary: Boundary | None = None,
 ) -> SolveResult:
     clock = time.perf_counter()
     with tqdm(
-        desc="solving", total=sum(layer.states.size for layer in layers), unit=" states", delay=1.0,
+        desc="solving", total=sum(layer.states.size for layer in layers if not layer.given), unit=" states", delay=1.0,
         disable=not show_progress,
     ) as bar:
-        solution = solve_layers(game, layers, progress=bar.update, workers=workers, scratch_dir=scratch_dir)
+        solution = solve_layers(
+            game, layers, progress=bar.update, workers=workers, scratch_dir=scratch_dir, boundary=boundary,
+        )
     # Solving and certifying interleave rank by rank (and across workers): one wall time for both.
     timings["solve"] = time.perf_counter() - clock
     return SolveResult(

@@ -17,13 +17,17 @@ from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, RulesError, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
+from rules.charge_spark.state import initial_position
 
+from ..boundary import Boundary
+from ..cache import default_cache_dir, table_path
 from ..graph import GraphTooLargeError
 from ..summary import StartSummary, summarise_from, summarise_start
-from ..tables import solved_table, warn_on_stderr
+from ..tables import cached_table, solved_table, warn_on_stderr
 from .parallel import default_workers, run_all
 
 START_BATTERY_READINGS = (0, 2)  # the French page and the English rulebook
+START_KEYS = ("start_battery", "start_disc")  # keys that change only the start position, not the game
 RECOVERY_READINGS = ("battery+disc", "battery")
 TILE_KINDS = ("battery", "disc")
 
@@ -41,6 +45,9 @@ class Variant:
     """The rules key changed ("" for a start position)."""
     step: int = 0
     """+1 or -1 for a number moved up or down, else 0."""
+    same_game_as: RuleSet | None = None
+    """Rules of the same game with another start (a start position, a start
+    battery): their stored table is the edge of this variant's solve."""
 
 
 @dataclass(frozen=True)
@@ -113,9 +120,10 @@ def sensitivity_variants(rules: RuleSet) -> tuple[list[Variant], list[Skipped]]:
         try:
             if key is None:
                 parse_position(setting, base)
-                variants.append(Variant(label, f"start at '{setting}'", base, setting, "", step))
+                variants.append(Variant(label, f"start at '{setting}'", base, setting, "", step, same_game_as=base))
             else:
-                variants.append(Variant(label, f"--set {setting}", apply_overrides(base, [setting]), None, key, step))
+                variants.append(Variant(label, f"--set {setting}", apply_overrides(base, [setting]), None, key, step,
+                                        same_game_as=base if key in START_KEYS else None))
         except (RulesError, ValueError) as error:
             skipped.append(Skipped(label, str(error)))
     return variants, skipped
@@ -157,7 +165,8 @@ def summarise_variants(
     answer as it finishes."""
     keep = on_answer or (lambda variant, answer: None)
     answers: dict[int, VariantSummary | Skipped] = {}
-    rule_sets = [(i, v) for i, v in enumerate(variants) if v.start is None]
+    # Rule sets of another game: a sweep through the cache; another start of this game: solved to its table's edge.
+    rule_sets = [(i, v) for i, v in enumerate(variants) if v.start is None and v.same_game_as is None]
     if rule_sets:
         from ..sweep import run_sweep
 
@@ -175,7 +184,7 @@ def summarise_variants(
             )
         except Exception:  # noqa: BLE001 - a solve that failed every retry; the rest are redone one by one below
             pass
-    # Start positions, and any rule set the sweep could not finish (then its failure is reported).
+    # Other starts, and any rule set the sweep could not finish (then its failure is reported).
     rest = [(i, v) for i, v in enumerate(variants) if i not in answers]
     jobs = [VariantJob(v, str(cache_dir) if cache_dir else None) for _, v in rest]
     done = run_all(summarise_variant, jobs, workers=workers, description="other variants", show_progress=show_progress,
@@ -197,6 +206,12 @@ def summarise_variant(job: VariantJob) -> VariantSummary | Skipped:
 def _summary(job: VariantJob) -> VariantSummary:
     started = time.perf_counter()
     variant = job.variant
+    edge = stored_edge(variant.same_game_as, job.cache_dir) if variant.same_game_as is not None else None
+    if edge is not None:
+        # Another start of a game whose table is stored: solved only until play reaches the table.
+        summary = summary_from(variant.rules, variant.start, 0, workers=job.workers, show_progress=job.show_progress,
+                               max_states=job.max_states, boundary=edge)
+        return VariantSummary.of(summary, time.perf_counter() - started, False)
     if variant.start is None:
         # Mapped: once stored, the solve's own arrays are let go; the summary reads one state of the table.
         table = solved_table(
@@ -210,16 +225,26 @@ def _summary(job: VariantJob) -> VariantSummary:
 
 
 def summary_from(
-    rules: RuleSet, start: str, max_turns: int = 200, *, workers: int = 1, show_progress: bool = False,
-    max_states: int | None = None,
+    rules: RuleSet, start: str | None, max_turns: int = 200, *, workers: int = 1, show_progress: bool = False,
+    max_states: int | None = None, boundary: Boundary | None = None,
 ) -> StartSummary:
-    """The start summary of play from the position `start` (solved now, not stored)."""
+    """The start summary of play from the position `start` (None: the rules'
+    own start), solved now (not stored); up to `boundary`, if given."""
     from ..solve import solve_from
 
     game = ChargeSparkGame(rules)
-    code = game.encode(parse_position(start, rules))
-    result = solve_from(game, [code], show_progress=show_progress, workers=workers, max_states=max_states)
+    code = game.encode(parse_position(start, rules) if start is not None else initial_position(rules))
+    result = solve_from(game, [code], show_progress=show_progress, workers=workers, max_states=max_states,
+                        boundary=boundary)
     return summarise_from(game, result, code, max_turns)
+
+
+def stored_edge(rules: RuleSet, cache_dir: str | Path | None) -> Boundary | None:
+    """The stored table of `rules` as the edge of another solve of the same game, if one is stored."""
+    key = fingerprint(rules)
+    table = cached_table(table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key), key, warn_on_stderr,
+                         mapped=True)
+    return Boundary.of(table) if table is not None else None
 
 
 def variant_key(variant: Variant) -> str:
