@@ -47,6 +47,8 @@ SECTIONS = ("headline", "usage", "strength", "sensitivity", "positions", "skill"
 """The report's sections, in order; the headline is always there."""
 FINDINGS_CARD = "lightning"
 """The card whose cost going up the findings box answers for ("what if Lightning costs 3?")."""
+STILL_TO_COME = "still to come"
+"""`Report.pending` of a section not started yet (else how far it has got)."""
 UNIFORM = "uniform random legal card"
 GREEDY = "strongest affordable attack, else Charge"
 
@@ -176,7 +178,7 @@ class _Known:
 
     def pending(self) -> dict[str, str]:
         """Each section still to come, with how far it has got."""
-        later = "still to come"
+        later = STILL_TO_COME
         pending = {}
         if "usage" in self.sections and self.usage is None:
             pending["usage"] = later

@@ -14,7 +14,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from ..analysis.usage import CardStatus
 from . import charts
-from .build import FINDINGS_CARD, GREEDY, UNIFORM, Report, findings_variant
+from .build import FINDINGS_CARD, GREEDY, STILL_TO_COME, UNIFORM, Report, findings_variant
 
 TEMPLATES = Path(__file__).parent / "templates"
 TURNS_SHOWN = 15  # of the usage-by-turn heat map
@@ -70,6 +70,7 @@ def render_report(report: Report) -> str:
         r=report, charts=report_charts(report), findings=findings(report), median=median_turn,
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), CardStatus=CardStatus,
         UNIFORM=UNIFORM, GREEDY=GREEDY, turns_shown=TURNS_SHOWN, pending_titles=PENDING_TITLES,
+        STILL_TO_COME=STILL_TO_COME,
     )
 
 
