@@ -112,3 +112,22 @@ def test_other_starts_in_the_sensitivity_section_are_solved_to_the_edge_of_the_r
     # The start-battery variant is a rule set of its own: solved to the edge, no table of it is stored.
     battery = next(v for v in starts if v.key == "start_battery")
     assert not table_path(tmp_path / "stored", fingerprint(battery.rules)).exists()
+
+
+def test_a_table_found_damaged_while_solving_to_its_edge_is_moved_aside_and_the_start_solved_whole(tmp_path):
+    from solver.table_reader import TableReader
+
+    cache = tmp_path / "stored"
+    assert run("solve", *_set(OVERRIDES), "--cache-dir", str(cache)).exit_code == 0
+    (table,) = cache.glob("*.npz")
+    values = TableReader(table, fingerprint(RULES))._arrays["values"]  # damage every block of the values, not the codes
+    data = bytearray(table.read_bytes())
+    for at in range(values.offset, values.offset + values.nbytes):
+        data[at] ^= 0xFF
+    table.write_bytes(bytes(data))
+    result = run("query", "h1 / ", *_set(OVERRIDES), "--cache-dir", str(cache), "--json")
+    assert result.exit_code == 0, result.output
+    assert "moved aside" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    plain = run("query", "h1 / ", *_set(OVERRIDES), "--cache-dir", str(tmp_path / "empty"), "--json")
+    assert json.loads(result.stdout)["value"] == pytest.approx(json.loads(plain.stdout)["value"], abs=TOL)
+    assert len(list(cache.glob("*.damaged-*"))) == 1 and not table.exists()

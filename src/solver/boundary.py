@@ -10,43 +10,48 @@ solves only what lies between its roots and the table.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .graph import _sorted_contains, distinct_sorted
 from .result import SolveResult
+from .table_reader import TableReader
+
+
+FIGURES = ("values", "p1_guarantee", "p2_guarantee", "terminal_probability", "unending_probability", "ending_turns")
+"""What a solve reads of a boundary's state: its `SolveResult` fields."""
 
 
 @dataclass(frozen=True, eq=False)
 class Boundary:
-    """Solved states (sorted codes) and their figures, index for index."""
+    """Solved states (sorted codes), and a way to read their figures."""
 
     states: np.ndarray
-    p1_guarantee: np.ndarray
-    p2_guarantee: np.ndarray
-    middle: np.ndarray
-    terminal: np.ndarray  # (states, terminal outcomes)
-    unending: np.ndarray
-    ending_turns: np.ndarray
+    figures: Callable[[str, np.ndarray], np.ndarray]
+    """`figures(name, index)`: the figure `name` (one of `FIGURES`) of the states at `index`."""
     terminal_labels: tuple[str, ...]
     excluded: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     """Sorted codes never taken from the boundary: the roots of a solve are solved, not looked up."""
 
     @classmethod
     def of(cls, result: SolveResult) -> "Boundary":
-        """The states of a solved table (memory-mapped or not) of the same game."""
-        return cls(
-            result.states, result.p1_guarantee, result.p2_guarantee, result.values, result.terminal_probability,
-            result.unending_probability, result.ending_turns, tuple(result.terminal_labels),
-        )
+        """The states of a solved table (in memory, or memory-mapped) of the same game."""
+        return cls(np.asarray(result.states), lambda name, index: np.asarray(getattr(result, name))[index],
+                   tuple(result.terminal_labels))
+
+    @classmethod
+    def of_stored(cls, reader: TableReader) -> "Boundary":
+        """The states of a stored table, read as needed: its codes in memory (8
+        bytes a state, verified now), of the figures only the blocks that hold
+        the states a solve reaches (each verified when first read)."""
+        states = reader.take("states", 0, reader.num_states)
+        return cls(states, reader.rows, tuple(reader.header["terminal_labels"]))
 
     def without(self, codes: np.ndarray) -> "Boundary":
         """This boundary, less `codes` (which are then solved, not looked up)."""
-        return Boundary(
-            self.states, self.p1_guarantee, self.p2_guarantee, self.middle, self.terminal, self.unending,
-            self.ending_turns, self.terminal_labels, distinct_sorted(np.asarray(codes, np.int64)),
-        )
+        return replace(self, excluded=distinct_sorted(np.asarray(codes, np.int64)))
 
     def holds(self, codes: np.ndarray) -> np.ndarray:
         """Whether each of `codes` is a solved state of the boundary."""

@@ -37,7 +37,7 @@ from .files import OutputError, write_text_atomically
 from .graph import GraphTooLargeError
 from .result import SolveResult, StateAnswer
 from .sweep import SchedulerError, SweepError
-from .tables import cached_table, solved_table, stored_part
+from .tables import solve_to_boundary, solved_table, stored_part
 
 
 def usable_cores() -> int:
@@ -248,17 +248,15 @@ def answer_at(
     source = path if result is not None else None
     edge = None
     if result is None:
-        from .boundary import Boundary
         from .solve import solve_from
 
-        stored = cached_table(path, key, warn, mapped=True)
-        edge = path if stored is not None else None
         where = "from the start" if position == initial_position(rule_set) else "from this position"
-        result = solve_from(
+        result, used = solve_to_boundary(path, key, lambda boundary: solve_from(
             game, [code], show_progress=show_progress and sys.stderr.isatty(), max_states=max_states,
             estimated_states=estimate_reachable(rule_set, position), estimated_from=where,
-            workers=usable_cores(), boundary=Boundary.of(stored) if stored is not None else None,
-        )
+            workers=usable_cores(), boundary=boundary,
+        ), warn)
+        edge = path if used else None
     # One stage game from a stored table: the readable engine builds it at once,
     # where loading the compiled one would cost more than the whole answer.
     answer = result.answer(code, game if source is None else ReferenceChargeSparkGame(rule_set))

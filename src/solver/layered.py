@@ -457,12 +457,12 @@ def _fill_from_boundary(game, figures: _SharedFigures, at: np.ndarray, codes: np
     if tuple(boundary.terminal_labels) != tuple(game.terminal_labels):
         raise ValueError("the boundary is a table of another game: its terminal outcomes differ")
     index = boundary.index(codes)
-    figures.p1_guarantee[at] = boundary.p1_guarantee[index]
-    figures.p2_guarantee[at] = boundary.p2_guarantee[index]
-    figures.middle[at] = boundary.middle[index]
-    figures.terminal[at] = boundary.terminal[index]
-    figures.unending[at] = boundary.unending[index]
-    figures.ending_turns[at] = boundary.ending_turns[index]
+    figures.p1_guarantee[at] = boundary.figures("p1_guarantee", index)
+    figures.p2_guarantee[at] = boundary.figures("p2_guarantee", index)
+    figures.middle[at] = boundary.figures("values", index)
+    figures.terminal[at] = boundary.figures("terminal_probability", index)
+    figures.unending[at] = boundary.figures("unending_probability", index)
+    figures.ending_turns[at] = boundary.figures("ending_turns", index)
     figures.finished[at] = True  # no actions: row and column counts stay 0
 
 

@@ -73,18 +73,38 @@ class TableReader:
         a = self._arrays[name]
         if not 0 <= lo <= hi <= a.shape[0]:
             raise IndexError(f"{name}[{lo}:{hi}] out of range")
-        row = a.dtype.itemsize * (int(np.prod(a.shape[1:])) if a.ndim > 1 else 1)
-        first, last = lo * row // BLOCK_BYTES, max(lo, hi * row - 1) // BLOCK_BYTES
+        if hi > lo:
+            row = self._row_bytes(name)
+            self._verify(name, range(lo * row // BLOCK_BYTES, (hi * row - 1) // BLOCK_BYTES + 1))
+        return np.array(a[lo:hi])
+
+    def rows(self, name: str, index: np.ndarray) -> np.ndarray:
+        """A copy of `name[index]` (along the first axis), every block it touches verified."""
+        a = self._arrays[name]
+        index = np.asarray(index, np.int64)
+        if index.size and (index.min() < 0 or index.max() >= a.shape[0]):
+            raise IndexError(f"{name}: an index out of range")
+        row = self._row_bytes(name)
+        self._verify(name, np.unique(np.concatenate([index * row // BLOCK_BYTES, (index * row + row - 1) // BLOCK_BYTES])))
+        return np.array(a[index])
+
+    def _row_bytes(self, name: str) -> int:
+        a = self._arrays[name]
+        return a.dtype.itemsize * (int(np.prod(a.shape[1:])) if a.ndim > 1 else 1)
+
+    def _verify(self, name: str, blocks) -> None:
+        """Check each of `blocks` of `name` against the header's digest, once."""
+        a = self._arrays[name]
         seen = self._verified.setdefault(name, set())
         raw = a.reshape(-1).view(np.uint8) if a.size else np.empty(0, np.uint8)
         digests = self.header["blocks"].get(name, [])
-        for block in range(first, last + 1):
-            if block in seen or hi == lo:
+        for block in blocks:
+            block = int(block)
+            if block in seen:
                 continue
             if block >= len(digests) or block_digest(raw[block * BLOCK_BYTES : (block + 1) * BLOCK_BYTES]) != digests[block]:
                 raise DamagedTableError(f"{self.path}: checksum mismatch in {name} (the file was changed or damaged)")
             seen.add(block)
-        return np.array(a[lo:hi])
 
     def mapped(self) -> SolveResult:
         """The whole table with every array memory-mapped (read-only), each block

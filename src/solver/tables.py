@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -21,9 +22,12 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 
+from .boundary import Boundary
 from .cache import DamagedTableError, default_cache_dir, load_table, quarantine, save_table, table_lock, table_path
 from .result import ARRAY_FIELDS, SolveResult
 from .table_reader import TableReader
+
+Solved = TypeVar("Solved")
 
 DISK_RESERVE_BYTES = 5 * 10**9
 """A new table is stored only if the disk keeps at least twice its size plus this free:
@@ -100,6 +104,36 @@ def stored_part(
     except DamagedTableError as error:
         _set_aside(path, error, warn)
         return None
+
+
+def stored_boundary(path: Path, key: str, warn: Callable[[str], None] | None = None) -> Boundary | None:
+    """The stored table at `path` as the edge of a solve of another start of
+    its game (`Boundary.of_stored`: read as needed); None if no sound table
+    is there. A damaged one is reported through `warn` and moved aside."""
+    try:
+        return Boundary.of_stored(TableReader(path, key))
+    except FileNotFoundError:
+        return None
+    except DamagedTableError as error:
+        _set_aside(path, error, warn)
+        return None
+
+
+def solve_to_boundary(
+    path: Path, key: str, solve: Callable[[Boundary | None], Solved], warn: Callable[[str], None] | None = None,
+) -> tuple[Solved, bool]:
+    """`solve(boundary)` with the stored table at `path` as the boundary if a
+    sound one is there, else `solve(None)`; and whether the table was used.
+    A block of the table found damaged while the solve reads it is reported
+    through `warn`, the table moved aside, and the solve done without it."""
+    boundary = stored_boundary(path, key, warn)
+    if boundary is None:
+        return solve(None), False
+    try:
+        return solve(boundary), True
+    except DamagedTableError as error:
+        _set_aside(path, error, warn)
+        return solve(None), False
 
 
 def solved_table(

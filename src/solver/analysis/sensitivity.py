@@ -23,7 +23,7 @@ from ..boundary import Boundary
 from ..cache import default_cache_dir, table_path
 from ..graph import GraphTooLargeError
 from ..summary import StartSummary, summarise_from, summarise_start
-from ..tables import cached_table, solved_table, warn_on_stderr
+from ..tables import solve_to_boundary, solved_table, warn_on_stderr
 from .parallel import default_workers, run_all
 
 START_BATTERY_READINGS = (0, 2)  # the French page and the English rulebook
@@ -206,11 +206,14 @@ def summarise_variant(job: VariantJob) -> VariantSummary | Skipped:
 def _summary(job: VariantJob) -> VariantSummary:
     started = time.perf_counter()
     variant = job.variant
-    edge = stored_edge(variant.same_game_as, job.cache_dir) if variant.same_game_as is not None else None
-    if edge is not None:
-        # Another start of a game whose table is stored: solved only until play reaches the table.
-        summary = summary_from(variant.rules, variant.start, 0, workers=job.workers, show_progress=job.show_progress,
-                               max_states=job.max_states, boundary=edge)
+    if variant.same_game_as is not None:
+        # Another start of a game: solved up to the game's stored table (whole if none is stored).
+        key = fingerprint(variant.same_game_as)
+        path = table_path(Path(job.cache_dir) if job.cache_dir else default_cache_dir(), key)
+        summary, _ = solve_to_boundary(path, key, lambda boundary: summary_from(
+            variant.rules, variant.start, 0, workers=job.workers, show_progress=job.show_progress,
+            max_states=job.max_states, boundary=boundary,
+        ), warn_on_stderr)
         return VariantSummary.of(summary, time.perf_counter() - started, False)
     if variant.start is None:
         # Mapped: once stored, the solve's own arrays are let go; the summary reads one state of the table.
@@ -237,14 +240,6 @@ def summary_from(
     result = solve_from(game, [code], show_progress=show_progress, workers=workers, max_states=max_states,
                         boundary=boundary)
     return summarise_from(game, result, code, max_turns)
-
-
-def stored_edge(rules: RuleSet, cache_dir: str | Path | None) -> Boundary | None:
-    """The stored table of `rules` as the edge of another solve of the same game, if one is stored."""
-    key = fingerprint(rules)
-    table = cached_table(table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key), key, warn_on_stderr,
-                         mapped=True)
-    return Boundary.of(table) if table is not None else None
 
 
 def variant_key(variant: Variant) -> str:
