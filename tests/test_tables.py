@@ -89,3 +89,16 @@ def test_a_write_that_fails_leaves_the_stored_table_as_it_was(tmp_path, monkeypa
     assert first.path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [first.path.name]
     assert table_path(tmp_path, fingerprint(SMALL)) == first.path
+
+
+def test_a_table_solved_rank_by_rank_is_used_as_mapped_without_reading_it_back(tmp_path, monkeypatch):
+    read_back = []
+    monkeypatch.setattr(TableReader, "mapped", lambda self: read_back.append(self) or None)
+    monkeypatch.setattr(tables, "_mapped_copy", lambda *args: read_back.append(args) or None)
+    table = tables.solved_table(SMALL, tmp_path, mapped=True)
+    assert read_back == [] and table.stored and not table.reused
+    assert isinstance(table.result.values, np.memmap)  # the solve's own arrays, already mapped from its files
+    monkeypatch.undo()
+    stored = load_table(table.path, fingerprint(SMALL))
+    for name in ARRAY_FIELDS:
+        np.testing.assert_array_equal(getattr(table.result, name), getattr(stored, name))

@@ -173,11 +173,19 @@ def solved_table(
         )
         meta = {"fingerprint": key, "rules": canonical_mapping(rules)}
         stored = _store(path, result, key, meta, warn)
-        if mapped:
+        if mapped and not _mapped_already(result):
             # The solve's arrays are let go for a mapping of the file: of the stored table, else of
             # a copy deleted at once (the mapping keeps it readable until it is dropped).
             result = (cached_table(path, key, warn, mapped=True) if stored else _mapped_copy(path, result, key, meta)) or result
         return SolvedTable(rules, result, path, reused=False, stored=stored)
+
+
+def _mapped_already(result: SolveResult) -> bool:
+    """Whether the solve's per-state arrays, the codes aside, are memory-mapped
+    already (a rank-by-rank solve's are, from files unlinked at once): then
+    mapping the stored table, which verifies all of it again, would only cost time."""
+    small = ("states", "terminal_payoff")  # the codes are held in memory for searching; the payoffs are a few numbers
+    return all(isinstance(getattr(result, name), np.memmap) for name in ARRAY_FIELDS if name not in small)
 
 
 def _mapped_copy(path: Path, result: SolveResult, key: str, meta: dict) -> SolveResult | None:
