@@ -10,11 +10,11 @@ import numpy as np
 import psutil
 from tqdm import tqdm
 
+from .boundary import Boundary
 from .bracketing import bracket_values, mirrors_strategies, seat_mirror
 from .certify import bellman_residual, best_response_values, outcomes_and_ending_turns
 from .components import strongly_connected_components
 from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
-from .boundary import Boundary
 from .layered import Layer, enumerate_by_rank, solve_layers
 from .protocol import StochasticGame
 from .result import SolveResult

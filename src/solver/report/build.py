@@ -37,11 +37,11 @@ from ..analysis.policy_play import PlayFigures, PolicyPlay, play_figures
 from ..analysis.positions import AnnotatedPosition, annotated_positions
 from ..analysis.restricted import RestrictedValue
 from ..analysis.results_cache import ResultsCache
-from ..analysis.sensitivity import Skipped, Variant, VariantSummary, sensitivity_variants, variant_key
+from ..analysis.sensitivity import Skipped, Variant, VariantSummary, sensitivity_variants
 from ..analysis.skill_gap import SOLVES_PER_POLICY, PolicyResult, greedy_policy, table_skill_gap, uniform_policy
 from ..analysis.usage import CardUsage, table_card_usage
 from . import entries
-from .solves import plan_solves, restricted_key, restricted_play, variant_summaries
+from .solves import kept_restricted, kept_variants, plan_solves, restricted_play, variant_summaries
 
 SECTIONS = ("headline", "usage", "strength", "sensitivity", "positions", "skill")
 """The report's sections, in order; the headline is always there."""
@@ -131,6 +131,7 @@ def build_report(
         progressed()
     if "strength" in sections:
         known.draws = parts.cached("draws", parts.draws, entries.draws_entry, entries.draws_from, play=True)
+        progressed()
     if "positions" in sections:
         known.positions = parts.cached("positions", parts.positions, entries.positions_entry,
                                        entries.positions_from, play=True)
@@ -197,14 +198,10 @@ class _Known:
         return pending
 
     def _restricted_so_far(self) -> list[RestrictedValue]:
-        results = self.parts.results
-        return [RestrictedValue(card, **results.get(restricted_key(card))) for card in self.cards or []
-                if results.get(restricted_key(card)) is not None]
+        return list(kept_restricted(self.cards or [], self.parts.results).values())
 
     def _variants_so_far(self) -> list[tuple[Variant, VariantSummary]]:
-        results = self.parts.results
-        return [(v, entries.variant_from(results.get(variant_key(v)))) for v in self.variants or []
-                if results.get(variant_key(v)) is not None]
+        return list(kept_variants(self.variants or [], self.parts.results).items())
 
     def report(self) -> Report:
         summary, start, states, exploitability = self.headline

@@ -68,6 +68,17 @@ def restricted_key(card: str) -> str:
     return f"without:{card}"
 
 
+def kept_restricted(cards: Sequence[str], results: ResultsCache) -> dict[str, RestrictedValue]:
+    """The restricted games of `cards` that `results` holds, by card."""
+    return {card: RestrictedValue(card, **results.get(restricted_key(card))) for card in cards
+            if results.get(restricted_key(card)) is not None}
+
+
+def kept_variants(variants: Sequence[Variant], results: ResultsCache) -> dict[Variant, VariantSummary]:
+    """The summaries of `variants` that `results` holds, by variant."""
+    return {v: variant_from(results.get(variant_key(v))) for v in variants if results.get(variant_key(v)) is not None}
+
+
 def restricted_play(
     rules: RuleSet, cards: Sequence[str], plan: SolvePlan, results: ResultsCache, *, show_progress: bool, log: Log,
     on_kept: Callable[[], None] = lambda: None,
@@ -92,8 +103,8 @@ def restricted_play(
             keep(answer)
             fresh[card] = answer
             plan.done += 1
-    return [fresh[card] if card in fresh else RestrictedValue(card, **results.get(restricted_key(card)))
-            for card in cards]
+    kept = kept_restricted([card for card in cards if card not in fresh], results)
+    return [fresh[card] if card in fresh else kept[card] for card in cards]
 
 
 def variant_summaries(
@@ -120,7 +131,8 @@ def variant_summaries(
             keep(variant, answer)
             fresh[variant] = answer
             plan.done += 1
-    return [fresh[v] if v in fresh else variant_from(results.get(variant_key(v))) for v in variants]
+    kept = kept_variants([v for v in variants if v not in fresh], results)
+    return [fresh[v] if v in fresh else kept[v] for v in variants]
 
 
 def _alone(show_progress: bool) -> dict:
