@@ -20,17 +20,14 @@ from .result import SolveResult
 from .table_reader import TableReader
 
 
-FIGURES = ("values", "p1_guarantee", "p2_guarantee", "terminal_probability", "unending_probability", "ending_turns")
-"""What a solve reads of a boundary's state: its `SolveResult` fields."""
-
-
 @dataclass(frozen=True, eq=False)
 class Boundary:
     """Solved states (sorted codes), and a way to read their figures."""
 
     states: np.ndarray
     figures: Callable[[str, np.ndarray], np.ndarray]
-    """`figures(name, index)`: the figure `name` (one of `FIGURES`) of the states at `index`."""
+    """`figures(name, index)`: the `SolveResult` field `name` (values, a guarantee, outcome
+    probabilities, ending turns) of the states at `index`."""
     terminal_labels: tuple[str, ...]
     excluded: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     """Sorted codes never taken from the boundary: the roots of a solve are solved, not looked up."""

@@ -92,7 +92,8 @@ def enumerate_by_rank(
     found = 0
     reached: list[np.ndarray] = []  # states of the boundary that play reaches
     _ENUMERATED_GAME = game
-    _ENUMERATED_BOUNDARY = boundary.without(roots) if boundary is not None else None
+    edge = boundary.without(roots) if boundary is not None else None  # the roots are solved, never read
+    _ENUMERATED_BOUNDARY = edge
     pool = _layer_pool(workers) if workers > 1 else None
 
     def count(size: int) -> None:
@@ -134,7 +135,7 @@ def enumerate_by_rank(
             pool.shutdown(wait=True, cancel_futures=True)
         _ENUMERATED_GAME = _ENUMERATED_BOUNDARY = None
     if reached:
-        layers.append(_given_layer(game, layers, merged_distinct(reached), boundary.without(roots), fold))
+        layers.append(_given_layer(game, layers, merged_distinct(reached), edge, fold))
     return layers
 
 
