@@ -20,7 +20,7 @@ from solver.analysis.policy_play import PolicyPlay, play_figures, table_policy
 from solver.analysis.positions import annotated_positions
 from solver.analysis.restricted import RestrictedJob, WithoutRowAction, value_without
 from solver.analysis.sensitivity import longer_board, sensitivity_variants, shorter_board, summary_from
-from solver.analysis.skill_gap import greedy_policy, skill_gap, table_skill_gap, uniform_policy
+from solver.analysis.skill_gap import greedy_policy, play_mirrors, skill_gap, table_skill_gap, uniform_policy
 from solver.analysis.usage import CardStatus, card_usage, statuses, table_card_usage
 from solver.report.charts import bar_chart, heat_map, nice_ticks
 from solver.graph import build_graph
@@ -301,18 +301,55 @@ def test_skill_gap_by_policy_games_equals_the_whole_graphs(solved):
         "greedy": lambda codes, ptr, actions: greedy_policy(ptr, actions, strength, fallback),
     }
     code = int(result.states[start])
+    table = replace(result, graph=None)
+    assert play_mirrors(game, table, code)
+    for mirrored, solves in ((False, 6), (True, 4)):
+        labels = []
+
+        def play(label, policy_game):
+            labels.append(label)
+            return play_figures(policy_game, code, show_progress=False)
+
+        streamed = table_skill_gap(game, table, policies, play, mirrored)
+        assert len(labels) == solves
+        assert not mirrored or not any(label.startswith("optimal play against") for label in labels)
+        for a, b in zip(streamed, whole):
+            assert a.name == b.name
+            for name in ("win_vs_optimal", "win_vs_best_response", "value_vs_best_response", "optimal_win_vs_policy"):
+                assert getattr(a, name) == pytest.approx(getattr(b, name), abs=1e-9), (a.name, mirrored, name)
+
+
+def test_optimal_play_mirrors_a_policys_play_only_where_the_table_and_the_start_do(solved):
+    rules, game, result, start = solved
+    table = replace(result, graph=None)
+    code = int(result.states[start])
+    assert play_mirrors(game, table, code, chunk=7)  # chunks of any size
+    # A start whose twin differs is no mirror image of itself.
+    lopsided = next(int(s) for s in result.states if int(game.swap(np.array([s]))[0]) != int(s))
+    assert not play_mirrors(game, table, lopsided)
+    # P2's strategy at one state of several actions no longer P1's at the twin.
+    state = int(np.flatnonzero(np.diff(result.col_ptr) > 1)[0])
+    col = result.col_strategy.copy()
+    lo, hi = result.col_ptr[state], result.col_ptr[state + 1]
+    col[lo:hi] = np.full(hi - lo, 1.0 / (hi - lo)) if not np.allclose(col[lo:hi], 1.0 / (hi - lo)) else np.eye(hi - lo)[0]
+    assert not play_mirrors(game, replace(table, col_strategy=col), code)
+    # A game that does not swap seats (a policy fixed on one side).
+    assert not play_mirrors(PolicyPlay(game, lambda c, ptr, actions: uniform_policy(ptr)), table, code)
+
+
+def test_figures_kept_before_p2_wins_was_kept_are_solved_again(solved):
+    _, game, result, start = solved
+    table = replace(result, graph=None)
+    code = int(result.states[start])
     labels = []
 
     def play(label, policy_game):
         labels.append(label)
-        return play_figures(policy_game, code, show_progress=False)
+        figures = play_figures(policy_game, code, show_progress=False)
+        return replace(figures, p2_win=None)  # as read from an earlier version's results cache
 
-    streamed = table_skill_gap(game, replace(result, graph=None), policies, play)
-    assert len(labels) == 6
-    for a, b in zip(streamed, whole):
-        assert a.name == b.name
-        for name in ("win_vs_optimal", "win_vs_best_response", "value_vs_best_response", "optimal_win_vs_policy"):
-            assert getattr(a, name) == pytest.approx(getattr(b, name), abs=1e-9), (a.name, name)
+    table_skill_gap(game, table, {"uniform": lambda codes, ptr, actions: uniform_policy(ptr)}, play, mirrored=True)
+    assert labels[-1] == "optimal play against uniform"
 
 
 def test_a_policy_game_gives_the_fixed_player_one_action_and_weights_its_outcomes(solved):

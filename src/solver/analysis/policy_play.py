@@ -115,6 +115,8 @@ class PlayFigures:
     """To P1 (P(P1 wins) + half P(unending)), the free player playing its best."""
     p1_win: float
     """P(P1 wins) under the strategies played (the free player's as solved)."""
+    p2_win: float | None = None
+    """P(P2 wins), likewise (None in figures kept by an earlier version)."""
 
 
 def play_figures(game: PolicyPlay, start: int, **solve_options) -> PlayFigures:
@@ -124,5 +126,9 @@ def play_figures(game: PolicyPlay, start: int, **solve_options) -> PlayFigures:
 
     result = solve_from(game, [start], **solve_options)
     i = result.index_of(start)
-    wins = [t for t, label in enumerate(result.terminal_labels) if label.startswith("P1 wins")]
-    return PlayFigures(float(result.values[i]), float(result.terminal_probability[i, wins].sum()))
+    won = result.terminal_probability[i]
+
+    def wins(seat: str) -> float:
+        return float(sum(won[t] for t, label in enumerate(result.terminal_labels) if label.startswith(f"{seat} wins")))
+
+    return PlayFigures(float(result.values[i]), wins("P1"), wins("P2"))

@@ -3,7 +3,13 @@ best response to them (exact outcome probabilities, no sampling).
 
 `skill_gap` works on a whole game graph (small games; the reference);
 `table_skill_gap` solves games in which the policies are played as chance
-(`policy_play`), rank by rank, so it needs no graph of the whole game."""
+(`policy_play`), rank by rank, so it needs no graph of the whole game.
+
+In a game symmetric between seats, from a start that is its own twin, optimal
+play as P1 against a policy as P2 is the mirror image of the policy as P1
+against optimal play as P2, whenever the table's strategies mirror (P2's at a
+state are P1's at its twin, as a seat-folded solve makes them): one solve
+per policy fewer, the largest of them at the printed rules."""
 
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..certify import best_response, outcome_probabilities, pure_strategy
-from ..graph import GameGraph
+from ..graph import GameGraph, segment_positions
 from ..protocol import StochasticGame
 from ..result import SolveResult
 from .policy_play import PlayFigures, Policy, PolicyPlay, table_policy
@@ -85,28 +91,60 @@ def skill_gap(
     return results
 
 
-SOLVES_PER_POLICY = 3
+def solves_per_policy(mirrored: bool) -> int:
+    """Policy games `table_skill_gap` solves per policy (`mirrored`: see `play_mirrors`)."""
+    return 2 if mirrored else 3
+
+
+def play_mirrors(game: StochasticGame, table: SolveResult, start: int, chunk: int = 1 << 22) -> bool:
+    """Whether optimal play as P1 against any seat-blind policy is the mirror
+    image of the policy against optimal play as P2 from `start`: `game` swaps
+    seats, `start` is its own twin, and at every state of `table` P2's
+    strategy is P1's at the twin, exactly. Checked in chunks of `chunk`
+    states: the table may be memory-mapped and larger than memory."""
+    if game.swap(np.array([start], np.int64)) is None or int(game.swap(np.array([start], np.int64))[0]) != start:
+        return False
+    states = table.states
+    for lo in range(0, table.num_states, chunk):
+        here = np.arange(lo, min(lo + chunk, table.num_states))
+        swapped = game.swap(np.asarray(states[here]))
+        twin = np.searchsorted(states, swapped)
+        if twin.max() >= table.num_states or np.any(np.asarray(states[twin]) != swapped):
+            return False
+        cols, rows = segment_positions(table.col_ptr, here), segment_positions(table.row_ptr, twin)
+        if cols.size != rows.size or not np.array_equal(np.asarray(table.col_ptr[here + 1] - table.col_ptr[here]),
+                                                         np.asarray(table.row_ptr[twin + 1] - table.row_ptr[twin])):
+            return False
+        if not (np.array_equal(np.asarray(table.col_actions[cols]), np.asarray(table.row_actions[rows]))
+                and np.array_equal(np.asarray(table.col_strategy[cols]), np.asarray(table.row_strategy[rows]))):
+            return False
+    return True
 
 
 def table_skill_gap(
     game: StochasticGame, table: SolveResult, policies: dict[str, Policy],
-    play: Callable[[str, PolicyPlay], PlayFigures],
+    play: Callable[[str, PolicyPlay], PlayFigures], mirrored: bool = False,
 ) -> list[PolicyResult]:
     """`skill_gap` against the strategies of the solved `table` of `game`;
-    `policies`: name -> the policy (for either seat). `play(label, game)`
-    solves one policy game from the start and returns its figures there
-    (three per policy: against P2's optimal strategy, against P2's best
-    response, and P1's optimal strategy against the policy as P2)."""
+    `policies`: name -> the policy (for either seat; seat-blind: what it plays
+    depends on the legal actions alone). `play(label, game)` solves one
+    policy game from the start and returns its figures there: per policy,
+    against P2's optimal strategy, against P2's best response, and (unless
+    `mirrored`, see `play_mirrors`) P1's optimal strategy against the policy
+    as P2. When `mirrored`, that last P(P1 wins) is P(P2 wins) of the first."""
     results = []
     for name, policy in policies.items():
         against_optimal = play(f"{name} against optimal play", PolicyPlay(game, policy, table_policy(table, 1)))
         against_best = play(f"{name} against its best response", PolicyPlay(game, policy, None))
-        optimal_against = play(f"optimal play against {name}", PolicyPlay(game, table_policy(table, 0), policy))
+        if mirrored and against_optimal.p2_win is not None:
+            optimal_win = against_optimal.p2_win
+        else:  # not a mirror image, or figures kept before P(P2 wins) was
+            optimal_win = play(f"optimal play against {name}", PolicyPlay(game, table_policy(table, 0), policy)).p1_win
         results.append(PolicyResult(
             name=name,
             win_vs_optimal=against_optimal.p1_win,
             win_vs_best_response=against_best.p1_win,
             value_vs_best_response=against_best.value,
-            optimal_win_vs_policy=optimal_against.p1_win,
+            optimal_win_vs_policy=optimal_win,
         ))
     return results

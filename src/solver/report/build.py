@@ -38,7 +38,9 @@ from ..analysis.positions import AnnotatedPosition, annotated_positions
 from ..analysis.restricted import RestrictedValue
 from ..analysis.results_cache import ResultsCache
 from ..analysis.sensitivity import Skipped, Variant, VariantSummary, sensitivity_variants
-from ..analysis.skill_gap import SOLVES_PER_POLICY, PolicyResult, greedy_policy, table_skill_gap, uniform_policy
+from ..analysis.skill_gap import (
+    PolicyResult, greedy_policy, play_mirrors, solves_per_policy, table_skill_gap, uniform_policy,
+)
 from ..analysis.usage import CardUsage, table_card_usage
 from . import entries
 from .solves import kept_restricted, kept_variants, plan_solves, restricted_play, variant_summaries
@@ -359,14 +361,15 @@ class _Parts:
             UNIFORM: lambda codes, ptr, actions: uniform_policy(ptr),
             GREEDY: lambda codes, ptr, actions: greedy_policy(ptr, actions, strength, fallback),
         }
-        count, total = itertools.count(1), SOLVES_PER_POLICY * len(policies)
+        mirrored = play_mirrors(self.game, self.table.result, self.table.start)
+        count, total = itertools.count(1), solves_per_policy(mirrored) * len(policies)
 
         def play(label: str, game: PolicyPlay) -> PlayFigures:
             number = next(count)
             return self.cached(f"skill: {label}", lambda: self._solve_policy_game(label, game, number, total),
                                entries.figures_entry, entries.figures_from)
 
-        return table_skill_gap(self.game, self.table.result, policies, play)
+        return table_skill_gap(self.game, self.table.result, policies, play, mirrored)
 
     def _solve_policy_game(self, label: str, game: PolicyPlay, number: int, total: int) -> PlayFigures:
         self.log(f"skill gap: solve {number} of {total} ({total - number} more after it): {label}")
