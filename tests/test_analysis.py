@@ -364,5 +364,41 @@ def test_a_policy_game_gives_the_fixed_player_one_action_and_weights_its_outcome
     assert np.add.reduceat(both.out_prob, _starts(both.out_count)) == pytest.approx(np.ones(codes.size))
 
 
+def test_a_policy_games_cells_hold_each_next_state_once_with_the_policies_weights(solved):
+    """Each new cell's outcomes, computed cell by cell from the game's own stage
+    games: sum over the fixed sides' actions of weight x policy weight."""
+    _, game, result, _ = solved
+    codes = result.states[::3][:40]
+    plain = game.expand(codes)
+    ptr = lambda counts: np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)  # noqa: E731
+    m, n = np.asarray(plain.row_count), np.asarray(plain.col_count)
+    row_ptr, col_ptr, cell_ptr = ptr(m), ptr(n), ptr(m * n)
+    out_ptr = ptr(plain.out_count)
+    p1 = lambda c, local_ptr, actions: uniform_policy(local_ptr)  # noqa: E731
+    p2 = table_policy(result, 1)
+    x, y = p1(codes, row_ptr, plain.row_actions), p2(codes, col_ptr, plain.col_actions)
+    for fix_row, fix_col in ((True, False), (False, True), (True, True)):
+        wrapped = PolicyPlay(game, p1 if fix_row else None, p2 if fix_col else None).expand(codes)
+        new_ptr = ptr(wrapped.out_count)
+        cell = 0
+        for i in range(codes.size):
+            for new_r in range(1 if fix_row else m[i]):
+                for new_c in range(1 if fix_col else n[i]):
+                    expected = {}
+                    for r in range(m[i]) if fix_row else [new_r]:
+                        for c in range(n[i]) if fix_col else [new_c]:
+                            w = (x[row_ptr[i] + r] if fix_row else 1.0) * (y[col_ptr[i] + c] if fix_col else 1.0)
+                            k = cell_ptr[i] + r * n[i] + c
+                            for j in range(out_ptr[k], out_ptr[k + 1]):
+                                if w > 0:
+                                    nxt = int(plain.out_next[j])
+                                    expected[nxt] = expected.get(nxt, 0.0) + w * plain.out_prob[j]
+                    got = wrapped.out_next[new_ptr[cell]:new_ptr[cell + 1]]
+                    assert len(set(got.tolist())) == got.size, "a next state listed twice in one cell"
+                    assert dict(zip(got.tolist(), wrapped.out_prob[new_ptr[cell]:new_ptr[cell + 1]])) == pytest.approx(expected)
+                    cell += 1
+        assert cell == wrapped.out_count.size
+
+
 def _starts(counts):
     return np.concatenate([[0], np.cumsum(counts)[:-1]])

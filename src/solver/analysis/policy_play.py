@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from ..protocol import Expansion, StochasticGame
@@ -47,50 +48,108 @@ class PolicyPlay(WrappedGame):
     """`game` with P1 following `row_policy` and/or P2 `col_policy` (None: free).
     A fixed player has one action (its first legal one, as a label) and each
     cell of the free player's actions leads to the outcomes of the policy's
-    actions, weighted by the policy; actions of weight 0 lead nowhere."""
+    actions, weighted by the policy (those to one state merged); actions of
+    weight 0 lead nowhere."""
 
     def __init__(self, game: StochasticGame, row_policy: Policy | None = None, col_policy: Policy | None = None) -> None:
         super().__init__(game)
         self.row_policy, self.col_policy = row_policy, col_policy
+
     def expand(self, codes: np.ndarray):
         codes = np.asarray(codes, np.int64)
         e = self.game.expand(codes)
         m, n = np.asarray(e.row_count, np.int64), np.asarray(e.col_count, np.int64)
         row_actions, col_actions = np.asarray(e.row_actions), np.asarray(e.col_actions)
-        out_count = np.asarray(e.out_count, np.int64)
         row_ptr, col_ptr = _ptr(m), _ptr(n)
-        cells = m * n
-        state = np.repeat(np.arange(codes.size), cells)
-        local = np.arange(int(cells.sum())) - np.repeat(_ptr(cells)[:-1], cells)
-        r, c = local // n[state], local % n[state]
-        weight = np.ones(local.size)
-        new_m, new_n = m.copy(), n.copy()
-        new_r, new_c = r.copy(), c.copy()
-        if self.row_policy is not None:
-            weight *= _checked(self.row_policy(codes, row_ptr, row_actions), row_ptr)[row_ptr[state] + r]
-            new_m[:], new_r[:] = 1, 0
-        if self.col_policy is not None:
-            weight *= _checked(self.col_policy(codes, col_ptr, col_actions), col_ptr)[col_ptr[state] + c]
-            new_n[:], new_c[:] = 1, 0
-        # Each old cell's outcomes go to its new cell (state, new row, new column), in cell order.
-        new_cell = np.repeat(_ptr(new_m * new_n)[:-1], cells) + new_r * new_n[state] + new_c
-        out_cell = np.repeat(np.arange(local.size), out_count)
-        keep = weight[out_cell] > 0
-        order = np.argsort(new_cell[out_cell[keep]], kind="stable")
-        kept_cell = new_cell[out_cell[keep]][order]
+        row_weight = (_checked(self.row_policy(codes, row_ptr, row_actions), row_ptr) if self.row_policy is not None
+                      else np.ones(row_actions.size))
+        col_weight = (_checked(self.col_policy(codes, col_ptr, col_actions), col_ptr) if self.col_policy is not None
+                      else np.ones(col_actions.size))
+        out_count, out_next, out_prob = _policy_cells(
+            m, n, np.asarray(e.out_count, np.int64), np.asarray(e.out_next, np.int64),
+            np.asarray(e.out_prob, np.float64), row_weight, col_weight, self.row_policy is not None,
+            self.col_policy is not None,
+        )
         return Expansion(
-            row_count=new_m,
+            row_count=np.ones_like(m) if self.row_policy is not None else m,
             row_actions=_actions(row_actions, row_ptr, self.row_policy is not None),
-            col_count=new_n,
+            col_count=np.ones_like(n) if self.col_policy is not None else n,
             col_actions=_actions(col_actions, col_ptr, self.col_policy is not None),
-            out_count=np.bincount(kept_cell, minlength=int((new_m * new_n).sum())).astype(np.int64),
-            out_next=np.asarray(e.out_next, np.int64)[keep][order],
-            out_prob=(np.asarray(e.out_prob, np.float64) * weight[out_cell])[keep][order],
+            out_count=out_count, out_next=out_next, out_prob=out_prob,
         )
 
     def swap(self, codes: np.ndarray) -> None:
         """None: with a policy on one side the game is no longer symmetric between seats."""
         return None
+
+
+@numba.njit(cache=True)
+def _policy_cells(m, n, out_count, out_next, out_prob, row_weight, col_weight, fix_row, fix_col):
+    """The cells of the stage games with each fixed side's choice made chance:
+    a fixed side has one action, and each remaining cell gathers the outcomes
+    of the old cells it stands for, weighted by the policies (weight 0: left
+    out), outcomes to the same next state merged. Returns (out_count,
+    out_next, out_prob) of the new cells, in cell order."""
+    states = m.size
+    first_out = np.zeros(out_count.size + 1, np.int64)
+    first_out[1:] = np.cumsum(out_count)
+    new_cells = 0
+    for i in range(states):
+        new_cells += (1 if fix_row else m[i]) * (1 if fix_col else n[i])
+    new_count = np.zeros(new_cells, np.int64)
+    new_next = np.empty(out_next.size, np.int64)
+    new_prob = np.empty(out_next.size, np.float64)
+    gathered_next = np.empty(out_next.size, np.int64)
+    gathered_prob = np.empty(out_next.size, np.float64)
+    cell = old_cell = row_at = col_at = written = 0
+    for i in range(states):
+        rows_here, cols_here = m[i], n[i]
+        for new_r in range(1 if fix_row else rows_here):
+            for new_c in range(1 if fix_col else cols_here):
+                gathered = 0
+                r_lo, r_hi = (0, rows_here) if fix_row else (new_r, new_r + 1)
+                c_lo, c_hi = (0, cols_here) if fix_col else (new_c, new_c + 1)
+                for r in range(r_lo, r_hi):
+                    w_r = row_weight[row_at + r] if fix_row else 1.0
+                    if w_r <= 0.0:
+                        continue
+                    for c in range(c_lo, c_hi):
+                        w = w_r * (col_weight[col_at + c] if fix_col else 1.0)
+                        if w <= 0.0:
+                            continue
+                        k = old_cell + r * cols_here + c
+                        for j in range(first_out[k], first_out[k + 1]):
+                            gathered_next[gathered] = out_next[j]
+                            gathered_prob[gathered] = out_prob[j] * w
+                            gathered += 1
+                _sort_by_next(gathered_next, gathered_prob, gathered)
+                start = written
+                for t in range(gathered):
+                    if written > start and new_next[written - 1] == gathered_next[t]:
+                        new_prob[written - 1] += gathered_prob[t]
+                    else:
+                        new_next[written] = gathered_next[t]
+                        new_prob[written] = gathered_prob[t]
+                        written += 1
+                new_count[cell] = written - start
+                cell += 1
+        old_cell += rows_here * cols_here
+        row_at += rows_here
+        col_at += cols_here
+    return new_count, new_next[:written].copy(), new_prob[:written].copy()
+
+
+@numba.njit(cache=True, inline="always")
+def _sort_by_next(next_codes, probs, count):
+    """Insertion sort of the first `count` outcomes by next state, stable: a
+    cell gathers a few dozen at most, too few for a general sort's overhead."""
+    for i in range(1, count):
+        code, prob = next_codes[i], probs[i]
+        j = i - 1
+        while j >= 0 and next_codes[j] > code:
+            next_codes[j + 1], probs[j + 1] = next_codes[j], probs[j]
+            j -= 1
+        next_codes[j + 1], probs[j + 1] = code, prob
 
 
 def _ptr(counts: np.ndarray) -> np.ndarray:
