@@ -164,18 +164,13 @@ def test_charts_escape_their_text():
 
 def test_a_variant_whose_solve_fails_is_left_out_with_the_reason(monkeypatch):
     import solver.analysis.sensitivity as sensitivity
-    import solver.sweep as sweep
-
-    def sweep_fails(*args, **kwargs):
-        raise RuntimeError("a task failed on every retry")
 
     def solve_fails(job):
         raise RuntimeError("component is numerically closed")
 
-    monkeypatch.setattr(sweep, "run_sweep", sweep_fails)
     monkeypatch.setattr(sensitivity, "_summary", solve_fails)
     variants, _ = sensitivity_variants(apply_overrides(RuleSet(), TINY))
-    answers = sensitivity.summarise_variants(variants[:2], None, workers=1)
+    answers = [sensitivity.summarise_variant(sensitivity.VariantJob(v, None)) for v in variants[:2]]
     assert [a.label for a in answers] == [v.label for v in variants[:2]]
     assert all("the solve failed: RuntimeError: component is numerically closed" in a.reason for a in answers)
 

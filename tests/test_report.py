@@ -363,3 +363,37 @@ def test_the_variant_the_findings_box_reads_is_solved_before_the_other_variants(
     plan = plan_solves(rules, ["spark"], variants, ResultsCache(tmp_path, "rules"), 2, first=first)
     assert plan.variants == [first] + [v for v in variants if v != first]
     assert plan.cards == ["spark"]  # the restricted games still go first
+
+
+def test_a_dead_solve_process_leaves_the_rest_of_the_queue_to_run_one_at_a_time(tmp_path, monkeypatch):
+    from concurrent.futures.process import BrokenProcessPool
+
+    import solver.report.solves as solves
+    from rules.charge_spark.config import RuleSet, apply_overrides
+    from solver.analysis.results_cache import ResultsCache
+    from solver.analysis.sensitivity import VariantSummary, sensitivity_variants, variant_key
+
+    rules = apply_overrides(RuleSet(), [SMALL[i + 1] for i in range(0, len(SMALL), 2)])
+    variants = sensitivity_variants(rules)[0][:2]
+    results = ResultsCache(tmp_path, "rules")
+    plan = solves.SolvePlan(["spark", "charge"], list(variants), at_once=2)
+
+    def first_answer_then_a_dead_process(work, jobs, *, workers, on_answer, **options):
+        assert workers == 2 and [type(job).__name__ for job in jobs] == ["RestrictedJob"] * 2 + ["VariantJob"] * 2
+        on_answer(0, work(jobs[0]))
+        raise BrokenProcessPool("a child process terminated abruptly")
+
+    monkeypatch.setattr(solves, "run_all", first_answer_then_a_dead_process)
+    said, kept = [], []
+    restricted, answers = solves.further_solves(
+        rules, ["spark", "charge"], variants, tmp_path, plan, results, show_progress=False, log=said.append,
+        on_kept=lambda: kept.append(1),
+    )
+    assert [r.card for r in restricted] == ["spark", "charge"] and all(r.error is None for r in restricted)
+    assert all(isinstance(a, VariantSummary) for a in answers) and len(kept) == 4
+    assert any("died" in line for line in said)
+    assert [line for line in said if line.startswith("solve ")] == [  # the three left, one at a time
+        f"solve {k} of 4 ({4 - k} more after it): {label}"
+        for k, label in zip((2, 3, 4), ["P1 may not play charge"] + [v.label for v in variants])]
+    assert all(results.get(variant_key(v)) is not None for v in variants)
+    assert results.get(solves.restricted_key("charge"))["seconds"] > 0

@@ -9,7 +9,6 @@ set. A variant the rules refuse is listed with the reason."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -24,7 +23,6 @@ from ..cache import default_cache_dir, table_path
 from ..graph import GraphTooLargeError
 from ..summary import StartSummary, summarise_from, summarise_start
 from ..tables import solve_to_boundary, solved_table, warn_on_stderr
-from .parallel import default_workers, run_all
 
 START_BATTERY_READINGS = (0, 2)  # the French page and the English rulebook
 START_KEYS = ("start_battery", "start_disc")  # keys that change only the start position, not the game
@@ -152,45 +150,6 @@ class VariantJob:
     show_progress: bool = False
     max_states: int | None = None
     """Refuse to enumerate more (None: what the solver's own memory check allows)."""
-
-
-def summarise_variants(
-    variants: Sequence[Variant], cache_dir: Path | str | None, *, workers: int | None = None,
-    show_progress: bool = False, on_answer: Callable[[Variant, VariantSummary | Skipped], None] | None = None,
-) -> list[VariantSummary | Skipped]:
-    """Each variant's start summary (or why it could not be solved): rule sets
-    as a sweep (on a local Dask cluster, through their cached solved tables),
-    then start positions, solved from there in a process pool; never more
-    than `workers` solves at once. `on_answer(variant, answer)` gets each
-    answer as it finishes."""
-    keep = on_answer or (lambda variant, answer: None)
-    answers: dict[int, VariantSummary | Skipped] = {}
-    # Rule sets of another game: a sweep through the cache; another start of this game: solved to its table's edge.
-    rule_sets = [(i, v) for i, v in enumerate(variants) if v.start is None and v.same_game_as is None]
-    if rule_sets:
-        from ..sweep import run_sweep
-
-        def finished(row) -> None:
-            i, variant = rule_sets[row.index]
-            answers[i] = Skipped(variant.label, row.error) if row.error else VariantSummary(
-                row.value, dict(row.outcomes), row.expected_length, row.solve_seconds, row.reused,
-            )
-            keep(variant, answers[i])
-
-        try:
-            run_sweep(
-                [v.rules for _, v in rule_sets], workers=workers or default_workers(), cache_dir=cache_dir, retries=0,
-                on_row=finished, show_progress=show_progress,
-            )
-        except Exception:  # noqa: BLE001 - a solve that failed every retry; the rest are redone one by one below
-            pass
-    # Other starts, and any rule set the sweep could not finish (then its failure is reported).
-    rest = [(i, v) for i, v in enumerate(variants) if i not in answers]
-    jobs = [VariantJob(v, str(cache_dir) if cache_dir else None) for _, v in rest]
-    done = run_all(summarise_variant, jobs, workers=workers, description="other variants", show_progress=show_progress,
-                   on_answer=lambda k, answer: keep(rest[k][1], answer))
-    answers.update((i, answer) for (i, _), answer in zip(rest, done))
-    return [answers[i] for i in range(len(variants))]
 
 
 def summarise_variant(job: VariantJob) -> VariantSummary | Skipped:

@@ -43,7 +43,7 @@ from ..analysis.skill_gap import (
 )
 from ..analysis.usage import CardUsage, table_card_usage
 from . import entries
-from .solves import kept_restricted, kept_variants, plan_solves, restricted_play, variant_summaries
+from .solves import further_solves, kept_restricted, kept_variants, plan_solves
 
 SECTIONS = ("headline", "usage", "strength", "sensitivity", "positions", "skill")
 """The report's sections, in order; the headline is always there."""
@@ -151,12 +151,10 @@ def build_report(
     if plan.total:
         log(f"{plan.total} further solves to run, {plan.at_once} at a time (the rest of them come from the cache)")
         progressed()
-    known.restricted = parts.timed("strength", lambda: restricted_play(
-        rules, cards, plan, parts.results, show_progress=show_progress, log=log, on_kept=solved_one,
-    )) if cards else []
-    answers = parts.timed("sensitivity", lambda: variant_summaries(
-        variants, cache_dir, plan, parts.results, show_progress=show_progress, log=log, on_kept=solved_one,
-    )) if variants else []
+    known.restricted, answers = parts.timed("further solves", lambda: further_solves(
+        rules, cards, variants, cache_dir, plan, parts.results, show_progress=show_progress, log=log,
+        on_kept=solved_one,
+    )) if cards or variants else ([], [])
     known.solved = [(v, s) for v, s in zip(variants, answers) if isinstance(s, VariantSummary)]
     known.skipped += [s for s in answers if isinstance(s, Skipped)]
     return known.report()

@@ -3,26 +3,27 @@ card (strength) and one game per rule variant (sensitivity), about 30.
 
 Each answer is kept in the results cache the moment it is known, so an
 interrupted report resumes where it left off. As many run side by side as
-fit in memory together (by the rules' size estimate); when only one fits,
-they run one after another in this process, each on every core, saying which
-solve is running and how many remain."""
+fit in memory together (by the rules' size estimate), in one queue of
+worker processes (no memory-policing cluster: a solve's memory-mapped
+arrays count as its resident memory, and a cluster's nanny would kill it
+for them); when only one fits, they run one after another in this process,
+each on every core, saying which solve is running and how many remain."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rules.charge_spark.config import RuleSet
 from rules.charge_spark.notation import parse_position
 from rules.charge_spark.size import estimate_reachable
 
-from ..analysis.parallel import solves_at_once, states_that_fit
-from ..analysis.restricted import RestrictedJob, RestrictedValue, restricted_values, value_without
+from ..analysis.parallel import run_all, solves_at_once, states_that_fit
+from ..analysis.restricted import RestrictedJob, RestrictedValue, value_without
 from ..analysis.results_cache import ResultsCache
-from ..analysis.sensitivity import (
-    Skipped, Variant, VariantJob, VariantSummary, summarise_variant, summarise_variants, variant_key,
-)
+from ..analysis.sensitivity import Skipped, Variant, VariantJob, VariantSummary, summarise_variant, variant_key
 from ..solve import LAYERED_BYTES_PER_STATE, usable_cores
 from .entries import variant_entry, variant_from
 
@@ -79,60 +80,62 @@ def kept_variants(variants: Sequence[Variant], results: ResultsCache) -> dict[Va
     return {v: variant_from(results.get(variant_key(v))) for v in variants if results.get(variant_key(v)) is not None}
 
 
-def restricted_play(
-    rules: RuleSet, cards: Sequence[str], plan: SolvePlan, results: ResultsCache, *, show_progress: bool, log: Log,
-    on_kept: Callable[[], None] = lambda: None,
-) -> list[RestrictedValue]:
-    """The value of the game with P1 barred from each card (`cards` in order);
-    `on_kept()` after each is solved and kept in `results`."""
+def further_solve(job: RestrictedJob | VariantJob) -> RestrictedValue | VariantSummary | Skipped:
+    """One further solve: a restricted game or a variant (what a worker process runs)."""
+    return value_without(job) if isinstance(job, RestrictedJob) else summarise_variant(job)
 
-    def keep(answer: RestrictedValue) -> None:
-        if answer.error is None:
-            results.put_all({restricted_key(answer.card): {"value": answer.value, "p1_win": answer.p1_win}})
+
+def further_solves(
+    rules: RuleSet, cards: Sequence[str], variants: Sequence[Variant], cache_dir: Path, plan: SolvePlan,
+    results: ResultsCache, *, show_progress: bool, log: Log, on_kept: Callable[[], None] = lambda: None,
+) -> tuple[list[RestrictedValue], list[VariantSummary | Skipped]]:
+    """The value of the game with P1 barred from each card (`cards` in order)
+    and each variant's start summary or why it could not be had (`variants`
+    in order): the solves of `plan` in one queue, in its order, `plan.at_once`
+    at a time (a core each), so that no core waits for the last solve of one
+    kind before the next kind starts. Each answer is kept in `results` as it
+    comes, then `on_kept()`. A worker process that dies (killed for memory,
+    say) leaves the solves not yet kept to run one at a time here."""
+    labels = [f"P1 may not play {card}" for card in plan.cards] + [v.label for v in plan.variants]
+    options = {"workers": 1, "show_progress": False}
+    jobs = [RestrictedJob(rules, card, **options) for card in plan.cards] + [
+        VariantJob(v, str(cache_dir), **options) for v in plan.variants]
+
+    def keep(i: int, answer: RestrictedValue | VariantSummary | Skipped) -> None:
+        if isinstance(answer, RestrictedValue):
+            if answer.error is None:
+                results.put_all({restricted_key(answer.card): {
+                    "value": answer.value, "p1_win": answer.p1_win, "seconds": answer.seconds}})
+        elif isinstance(answer, VariantSummary):
+            results.put_all({variant_key(plan.variants[i - len(plan.cards)]): variant_entry(answer)})
+        plan.done += 1
+        seconds = f" in {answer.seconds:.0f} s" if getattr(answer, "seconds", None) is not None else ""
+        log(f"solved {plan.done} of {plan.total}{seconds}: {labels[i]}")
         on_kept()
 
-    fresh: dict[str, RestrictedValue] = {}
-    if plan.at_once > 1:
-        for answer in restricted_values(rules, plan.cards, workers=plan.at_once, show_progress=show_progress,
-                                        on_answer=keep):
-            fresh[answer.card] = answer
-    else:
-        for card in plan.cards:
-            plan.started(f"P1 may not play {card}", log)
-            answer = value_without(RestrictedJob(rules, card, **_alone(show_progress)))
-            keep(answer)
-            fresh[card] = answer
-            plan.done += 1
-    kept = kept_restricted([card for card in cards if card not in fresh], results)
-    return [fresh[card] if card in fresh else kept[card] for card in cards]
+    fresh: dict[int, RestrictedValue | VariantSummary | Skipped] = {}
 
+    def finished(i: int, answer: RestrictedValue | VariantSummary | Skipped) -> None:
+        fresh[i] = answer
+        keep(i, answer)
 
-def variant_summaries(
-    variants: Sequence[Variant], cache_dir: Path, plan: SolvePlan, results: ResultsCache, *, show_progress: bool,
-    log: Log, on_kept: Callable[[], None] = lambda: None,
-) -> list[VariantSummary | Skipped]:
-    """Each variant's start summary, or why it could not be had (in `variants`
-    order); `on_kept()` after each is solved and kept in `results`."""
-
-    def keep(variant: Variant, answer: VariantSummary | Skipped) -> None:
-        if isinstance(answer, VariantSummary):
-            results.put_all({variant_key(variant): variant_entry(answer)})
-        on_kept()
-
-    fresh: dict[Variant, VariantSummary | Skipped] = {}
-    if plan.at_once > 1:
-        answers = summarise_variants(plan.variants, cache_dir, workers=plan.at_once, show_progress=show_progress,
-                                     on_answer=keep)
-        fresh.update(zip(plan.variants, answers))
-    else:
-        for variant in plan.variants:
-            plan.started(variant.label, log)
-            answer = summarise_variant(VariantJob(variant, str(cache_dir), **_alone(show_progress)))
-            keep(variant, answer)
-            fresh[variant] = answer
-            plan.done += 1
-    kept = kept_variants([v for v in variants if v not in fresh], results)
-    return [fresh[v] if v in fresh else kept[v] for v in variants]
+    if plan.at_once > 1 and len(jobs) > 1:
+        try:
+            run_all(further_solve, jobs, workers=plan.at_once, description="further solves",
+                    show_progress=show_progress, on_answer=finished)
+        except BrokenProcessPool:
+            log("a solve's process died (out of memory?); the solves left run one at a time")
+    for i, job in enumerate(jobs):
+        if i not in fresh:
+            plan.started(labels[i], log)
+            fresh[i] = further_solve(replace(job, **_alone(show_progress)))
+            keep(i, fresh[i])
+    by_card = {job.card: fresh[i] for i, job in enumerate(jobs) if isinstance(job, RestrictedJob)}
+    by_variant = {job.variant: fresh[i] for i, job in enumerate(jobs) if isinstance(job, VariantJob)}
+    kept_cards = kept_restricted([card for card in cards if card not in by_card], results)
+    kept = kept_variants([v for v in variants if v not in by_variant], results)
+    return ([by_card[card] if card in by_card else kept_cards[card] for card in cards],
+            [by_variant[v] if v in by_variant else kept[v] for v in variants])
 
 
 def _alone(show_progress: bool) -> dict:
