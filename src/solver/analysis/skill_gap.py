@@ -102,7 +102,8 @@ def play_mirrors(game: StochasticGame, table: SolveResult, start: int, chunk: in
     seats, `start` is its own twin, and at every state of `table` P2's
     strategy is P1's at the twin, exactly. Checked in chunks of `chunk`
     states: the table may be memory-mapped and larger than memory."""
-    if game.swap(np.array([start], np.int64)) is None or int(game.swap(np.array([start], np.int64))[0]) != start:
+    twin_of_start = game.swap(np.array([start], np.int64))
+    if twin_of_start is None or int(twin_of_start[0]) != start:
         return False
     states = table.states
     for lo in range(0, table.num_states, chunk):
@@ -111,10 +112,10 @@ def play_mirrors(game: StochasticGame, table: SolveResult, start: int, chunk: in
         twin = np.searchsorted(states, swapped)
         if twin.max() >= table.num_states or np.any(np.asarray(states[twin]) != swapped):
             return False
-        cols, rows = segment_positions(table.col_ptr, here), segment_positions(table.row_ptr, twin)
-        if cols.size != rows.size or not np.array_equal(np.asarray(table.col_ptr[here + 1] - table.col_ptr[here]),
-                                                         np.asarray(table.row_ptr[twin + 1] - table.row_ptr[twin])):
+        if not np.array_equal(np.asarray(table.col_ptr[here + 1] - table.col_ptr[here]),
+                              np.asarray(table.row_ptr[twin + 1] - table.row_ptr[twin])):
             return False
+        cols, rows = segment_positions(table.col_ptr, here), segment_positions(table.row_ptr, twin)
         if not (np.array_equal(np.asarray(table.col_actions[cols]), np.asarray(table.row_actions[rows]))
                 and np.array_equal(np.asarray(table.col_strategy[cols]), np.asarray(table.row_strategy[rows]))):
             return False
