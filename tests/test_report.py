@@ -63,6 +63,37 @@ def test_every_section_is_there_with_charts(report):
     assert "--set cost.lightning.battery=3" in html  # the findings box answers "what if Lightning costs 3"
 
 
+def test_the_findings_box_names_every_card_tied_for_strongest(report):
+    html = report[0]
+    table = re.search(r'id="restricted-table">(.*?)</table>', html, re.S).group(1)
+    values = {card: float(v) for card, v in re.findall(r'<td class="text">([a-z]+)</td><td>([0-9.]+)</td>', table)}
+    lowest = sorted(card for card, v in values.items() if v == min(values.values()))
+    assert len(lowest) > 1  # in SMALL, P1 loses for sure without charge, barrier or lightning
+    line = unescape(re.search(r'<li id="strongest">(.*?)</li>', html, re.S).group(1))
+    assert "Strongest cards</strong> (tied)" in line
+    named = re.search(r"\(tied\): (.*?) —", line).group(1).replace(" and ", ", ").split(", ")
+    assert sorted(named) == lowest
+
+
+def test_findings_split_ties_from_values_that_differ():
+    from types import SimpleNamespace
+
+    from solver.analysis.restricted import RestrictedValue
+    from solver.report.render import findings
+
+    def box(*values):
+        restricted = [RestrictedValue(f"c{i}", v, v) for i, v in enumerate(values)]
+        summary = SimpleNamespace(outcomes={})
+        return findings(SimpleNamespace(restricted=restricted, variants=[], usage=None, summary=summary))
+
+    found = box(0.3, 0.1, 0.1 + 1e-12, 0.45, 0.45)
+    assert (found["strongest_cards"], found["least_cards"]) == ("c1 and c2", "c3 and c4")
+    found = box(0.2, 0.2 + 1e-6, 0.4)
+    assert (found["strongest_cards"], found["least_cards"]) == ("c0", "c2")
+    found = box(0.5, 0.5, 0.5)
+    assert (found["strongest_cards"], found["least"]) == ("c0, c1 and c2", [])
+
+
 def test_headline_numbers_agree_with_query(report, start_answer):
     html = report[0]
     assert float(cell(html, "value")) == pytest.approx(start_answer["value"], abs=1e-6)

@@ -149,13 +149,26 @@ def _by(summary, how: str) -> float:
     return sum(p for label, p in summary.outcomes.items() if label.endswith(how))
 
 
+# Restricted values this close are one value: each solve certifies its own to about 1e-11.
+TIED = 1e-9
+
+
 def findings(r: Report) -> dict:
-    """The answers a designer looks for first."""
-    ranked = sorted((x for x in r.restricted if x.error is None), key=lambda x: x.value)
-    strongest = ranked[0] if ranked else None
-    least = ranked[-1] if ranked else None
+    """The answers a designer looks for first. The strongest card is every
+    card tied for the lowest restricted value, the least missed every card
+    tied for the highest (none when all cards tie)."""
+    solved = [x for x in r.restricted if x.error is None]  # in card order, ties too
+    low, high = min((x.value for x in solved), default=0.0), max((x.value for x in solved), default=0.0)
+    strongest = [x for x in solved if x.value <= low + TIED]
+    least = [x for x in solved if x.value >= high - TIED] if len(strongest) < len(solved) else []
     first = findings_variant([v for v, _ in r.variants])
     cost_up = next(((v, s) for v, s in r.variants if v == first), None) if first else None
-    return {"strongest": strongest, "least": least, "dead": r.usage.dead if r.usage else None, "cost_up": cost_up,
+    return {"strongest": strongest, "strongest_cards": _listed([x.card for x in strongest]),
+            "least": least, "least_cards": _listed([x.card for x in least]), "dead": r.usage.dead if r.usage else None, "cost_up": cost_up,
             "cost_up_card": FINDINGS_CARD, "knockout": _by(r.summary, "by knock-out"),
             "moon": _by(r.summary, "at the moon")}
+
+
+def _listed(names: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return " and ".join(filter(None, [", ".join(names[:-1]), names[-1]])) if names else ""
