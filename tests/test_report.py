@@ -428,3 +428,16 @@ def test_a_dead_solve_process_leaves_the_rest_of_the_queue_to_run_one_at_a_time(
         for k, label in zip((2, 3, 4), ["P1 may not play charge"] + [v.label for v in variants])]
     assert all(results.get(variant_key(v)) is not None for v in variants)
     assert results.get(solves.restricted_key("charge"))["seconds"] > 0
+    finished = [line for line in said if line.startswith("solved ")]
+    assert [line.split(":")[0].split(" in ")[0] for line in finished] == [f"solved {k} of 4" for k in (1, 2, 3, 4)]
+    assert all(f"; {4 - k} to go, about " in line for k, line in zip((1, 2, 3), finished))
+    assert " to go" not in finished[-1]
+
+
+def test_the_time_left_is_the_pace_so_far_times_the_solves_left():
+    from solver.report.solves import time_left
+
+    assert time_left(600.0, 2, 1) == "about 5 min left at this pace"
+    assert time_left(3600.0, 1, 3) == "about 3 h 00 min left at this pace"
+    assert time_left(1560.0, 4, 10) == "about 1 h 05 min left at this pace"
+    assert time_left(1.0, 10, 1) == "about 1 min left at this pace"  # never "0 min"

@@ -11,6 +11,7 @@ each on every core, saying which solve is running and how many remain."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -101,6 +102,8 @@ def further_solves(
     jobs = [RestrictedJob(rules, card, **options) for card in plan.cards] + [
         VariantJob(v, str(cache_dir), **options) for v in plan.variants]
 
+    started = time.perf_counter()
+
     def keep(i: int, answer: RestrictedValue | VariantSummary | Skipped) -> None:
         if isinstance(answer, RestrictedValue):
             if answer.error is None:
@@ -110,7 +113,9 @@ def further_solves(
             results.put_all({variant_key(plan.variants[i - len(plan.cards)]): variant_entry(answer)})
         plan.done += 1
         seconds = f" in {answer.seconds:.0f} s" if getattr(answer, "seconds", None) is not None else ""
-        log(f"solved {plan.done} of {plan.total}{seconds}: {labels[i]}")
+        left = plan.total - plan.done
+        pace = f"; {left} to go, {time_left(time.perf_counter() - started, plan.done, left)}" if left else ""
+        log(f"solved {plan.done} of {plan.total}{seconds}: {labels[i]}{pace}")
         on_kept()
 
     fresh: dict[int, RestrictedValue | VariantSummary | Skipped] = {}
@@ -136,6 +141,15 @@ def further_solves(
     kept = kept_variants([v for v in variants if v not in by_variant], results)
     return ([by_card[card] if card in by_card else kept_cards[card] for card in cards],
             [by_variant[v] if v in by_variant else kept[v] for v in variants])
+
+
+def time_left(elapsed: float, done: int, left: int) -> str:
+    """What `left` more solves take at the pace of the `done` ones so far (wall
+    time, so solves side by side count as such): 'about 2 h 05 min left'."""
+    minutes = round(elapsed / done * left / 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"about {hours} h {minutes:02d} min left at this pace" if hours else (
+        f"about {max(minutes, 1)} min left at this pace")
 
 
 def _alone(show_progress: bool) -> dict:
