@@ -232,6 +232,16 @@ def test_an_unknown_section_is_one_line_and_exit_2(tmp_path):
     assert not (tmp_path / "r.html").exists()
 
 
+def test_an_output_that_cannot_be_written_is_refused_before_anything_is_solved(tmp_path):
+    cache = tmp_path / "cache"
+    for out, why in ((tmp_path / "no" / "such" / "r.html", "no such directory"), (tmp_path, "is a directory")):
+        result = run("report", *SMALL, "--out", str(out), "--cache-dir", str(cache))
+        assert result.exit_code == 2
+        assert why in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert "report:" not in result.stderr  # no part was started
+    assert not cache.exists() or not any(cache.iterdir())
+
+
 def test_rules_too_large_even_rank_by_rank_are_refused_in_one_line(tmp_path):
     result = run("report", "--set", "health=40", "--out", str(tmp_path / "r.html"), "--cache-dir", str(tmp_path))
     assert result.exit_code == 2

@@ -33,7 +33,7 @@ from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 
 from .cache import CACHE_ENV, default_cache_dir, table_path
-from .files import OutputError, write_text_atomically
+from .files import OutputError, check_writable, write_text_atomically
 from .graph import GraphTooLargeError
 from .result import SolveResult, StateAnswer
 from .sweep import SchedulerError, SweepError
@@ -293,6 +293,7 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
     path = Path(output) if output else default_report_path(rule_set)
     if not output:
         path.parent.mkdir(parents=True, exist_ok=True)
+    check_writable(path)
     started = time.perf_counter()
     note = lambda message: click.echo(f"report: {printable(message)}", err=True)  # noqa: E731
     ctx.obj["interrupt_note"] = ("nothing partial was saved; the parts finished so far are kept in the cache:"
@@ -434,8 +435,8 @@ def sweep(
     axes = [parse_grid(argument) for argument in grids]
     points = grid_points(base, axes, overrides)  # every rule set checked before anything runs
     for path in (out, html_path):
-        if path is not None and not Path(path).resolve().parent.is_dir():
-            raise OutputError(f"cannot write {path}: no such directory")
+        if path is not None:
+            check_writable(path)
     started = time.perf_counter()
     # Connected before the CSV is opened: an unreachable scheduler leaves an old file as it was.
     with dask_client(scheduler, workers) as client, csv_output(out) as stream:
