@@ -318,6 +318,8 @@ def test_a_running_report_is_handed_on_after_each_part_with_what_is_still_to_com
         assert len(r.restricted) == _solved_so_far(r) and "draws" not in r.pending
         assert f"{_solved_so_far(r)} of {cards} restricted games solved so far" in render_report(r)
     assert [(x.card, x.value) for x in counted[-1].restricted] == [(x.card, x.value) for x in finished.restricted]
+    paced = ["; all further solves: about " in r.pending["strength"] for r in counted]
+    assert paced == [0 < _solved_so_far(r) < cards for r in counted]  # once one is done, while some are left
     assert all('id="partial"' in render_report(r) for r in partials)
     assert finished.pending == {}
     page = render_report(finished)

@@ -43,7 +43,7 @@ from ..analysis.skill_gap import (
 )
 from ..analysis.usage import CardUsage, table_card_usage
 from . import entries
-from .solves import further_solves, kept_restricted, kept_variants, plan_solves
+from .solves import SolvePlan, further_solves, kept_restricted, kept_variants, plan_solves
 
 SECTIONS = ("headline", "usage", "strength", "sensitivity", "positions", "skill")
 """The report's sections, in order; the headline is always there."""
@@ -147,7 +147,7 @@ def build_report(
 
     variants, known.skipped = sensitivity_variants(rules) if "sensitivity" in sections else ([], [])
     known.cards, known.variants = cards, variants
-    plan = plan_solves(rules, cards, variants, parts.results, workers, first=findings_variant(variants))
+    plan = known.plan = plan_solves(rules, cards, variants, parts.results, workers, first=findings_variant(variants))
     if plan.total:
         log(f"{plan.total} further solves to run, {plan.at_once} at a time (the rest of them come from the cache)")
         progressed()
@@ -175,6 +175,7 @@ class _Known:
         self.restricted: list[RestrictedValue] | None = None
         self.solved: list[tuple[Variant, VariantSummary]] | None = None
         self.skipped: list[Skipped] = []
+        self.plan: SolvePlan | None = None  # the further solves, once planned
         self.shown = 0  # `_Parts.computed` when the report so far was last handed on
 
     def pending(self) -> dict[str, str]:
@@ -183,14 +184,15 @@ class _Known:
         pending = {}
         if "usage" in self.sections and self.usage is None:
             pending["usage"] = later
+        pace = f"; all further solves: {self.plan.time_left}" if self.plan and self.plan.time_left else ""
         if "strength" in self.sections and self.restricted is None:
             pending["strength"] = later if self.cards is None else (
-                f"{len(self._restricted_so_far())} of {len(self.cards)} restricted games solved so far")
+                f"{len(self._restricted_so_far())} of {len(self.cards)} restricted games solved so far{pace}")
         if "strength" in self.sections and self.draws is None:
             pending["draws"] = later
         if "sensitivity" in self.sections and self.solved is None:
             pending["sensitivity"] = later if self.variants is None else (
-                f"{len(self._variants_so_far())} of {len(self.variants)} variants solved so far")
+                f"{len(self._variants_so_far())} of {len(self.variants)} variants solved so far{pace}")
         if "positions" in self.sections and self.positions is None:
             pending["positions"] = later
         if "skill" in self.sections and self.skill is None:

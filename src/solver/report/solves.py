@@ -39,6 +39,7 @@ class SolvePlan:
     variants: list[Variant]  # variants not in the cache
     at_once: int
     done: int = 0  # solves finished so far in this run
+    time_left: str = ""  # what the solves left take at the pace so far, once one has finished
 
     @property
     def total(self) -> int:
@@ -114,7 +115,8 @@ def further_solves(
         plan.done += 1
         seconds = f" in {answer.seconds:.0f} s" if getattr(answer, "seconds", None) is not None else ""
         left = plan.total - plan.done
-        pace = f"; {left} to go, {time_left(time.perf_counter() - started, plan.done, left)}" if left else ""
+        plan.time_left = time_left(time.perf_counter() - started, plan.done, left) if left else ""
+        pace = f"; {left} to go, {plan.time_left}" if left else ""
         log(f"solved {plan.done} of {plan.total}{seconds}: {labels[i]}{pace}")
         on_kept()
 
