@@ -75,6 +75,29 @@ def test_the_findings_box_names_every_card_tied_for_strongest(report):
     assert sorted(named) == lowest
 
 
+def test_the_findings_box_gives_the_lightning_variants_median_length_as_its_own_report_does(report, tmp_path):
+    from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
+    from solver.analysis.results_cache import ResultsCache
+    from solver.analysis.sensitivity import sensitivity_variants, variant_key
+    from solver.report.build import findings_variant
+
+    html, _, cache, _ = report
+    line = unescape(re.search(r"<li><strong>If lightning costs 3 battery</strong>(.*?)</li>", html, re.S).group(1))
+    median, beyond = re.search(r"half of all games are over by turn (\d+) \(now \d+\)\s+and ([0-9.]+%) go past", line).groups()
+    alone = run("report", *SMALL, "--set", "cost.lightning.battery=3", "--sections", "headline",
+                "--out", str(tmp_path / "l3.html"), "--cache-dir", str(cache))
+    assert alone.exit_code == 0, alone.output
+    headline = (tmp_path / "l3.html").read_text()
+    assert re.search(rf"half of all games are over by turn</th><td>{median}</td>", headline)
+    assert re.search(rf"P\(still going after 200 turns\)</th><td>{re.escape(beyond)}</td>", headline)
+    # Only the variant the box reads pays for its length distribution.
+    rules = apply_overrides(RuleSet(), [SMALL[i + 1] for i in range(0, len(SMALL), 2)] + [f"name={HOSTILE_NAME}"])
+    variants = sensitivity_variants(rules)[0]
+    results = ResultsCache(cache, fingerprint(rules))
+    with_length = [v for v in variants if results.get(variant_key(v))["length_pmf"]]
+    assert with_length == [findings_variant(variants)]
+
+
 def test_findings_split_ties_from_values_that_differ():
     from types import SimpleNamespace
 

@@ -18,6 +18,7 @@ from .result import SolveResult
 from .tables import SolvedTable
 
 UNENDING = "unending"
+LENGTH_TURNS = 200  # turns of the exact length distribution at the start
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,7 +186,7 @@ def play_from(game, result: SolveResult, start: int, chunk: int = 1 << 16) -> Pl
     return Play(states, np.searchsorted(result.states, states), graph, int(np.searchsorted(states, start)))
 
 
-def summarise_start(table: SolvedTable, max_turns: int = 200) -> StartSummary:
+def summarise_start(table: SolvedTable, max_turns: int = LENGTH_TURNS) -> StartSummary:
     """Value, outcome probabilities and expected game length at the start, read
     from the table (the figures of its strategies), and the length's
     distribution over the first `max_turns` turns (exact: state probabilities
@@ -196,7 +197,7 @@ def summarise_start(table: SolvedTable, max_turns: int = 200) -> StartSummary:
 
 
 def summarise_from(
-    game, result: SolveResult, start: int, max_turns: int = 200, play: Play | None = None,
+    game, result: SolveResult, start: int, max_turns: int = LENGTH_TURNS, play: Play | None = None,
 ) -> StartSummary:
     """`summarise_start` of the solved `result` of `game` at the state coded
     `start`; `play`: its `play_from` there, if already built."""

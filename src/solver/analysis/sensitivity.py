@@ -70,6 +70,11 @@ class VariantSummary:
         return cls(summary.value, dict(summary.outcomes), summary.expected_length, seconds, reused,
                    tuple(float(p) for p in summary.length_pmf))
 
+    @property
+    def length_beyond(self) -> float:
+        """P(the game lasts longer than the turns `length_pmf` covers), unending play included."""
+        return max(0.0, 1.0 - sum(self.length_pmf))
+
     def wins(self, seat: str) -> float:
         return sum(p for label, p in self.outcomes.items() if label.startswith(f"{seat} wins"))
 
@@ -150,6 +155,8 @@ class VariantJob:
     show_progress: bool = False
     max_states: int | None = None
     """Refuse to enumerate more (None: what the solver's own memory check allows)."""
+    length_turns: int = 0
+    """Turns of the exact length distribution to compute (0: the expected length only, one lookup)."""
 
 
 def summarise_variant(job: VariantJob) -> VariantSummary | Skipped:
@@ -170,7 +177,7 @@ def _summary(job: VariantJob) -> VariantSummary:
         key = fingerprint(variant.same_game_as)
         path = table_path(Path(job.cache_dir) if job.cache_dir else default_cache_dir(), key)
         summary, _ = solve_to_boundary(path, key, lambda boundary: summary_from(
-            variant.rules, variant.start, 0, workers=job.workers, show_progress=job.show_progress,
+            variant.rules, variant.start, job.length_turns, workers=job.workers, show_progress=job.show_progress,
             max_states=job.max_states, boundary=boundary,
         ), warn_on_stderr)
         return VariantSummary.of(summary, time.perf_counter() - started, False)
@@ -180,8 +187,9 @@ def _summary(job: VariantJob) -> VariantSummary:
             variant.rules, job.cache_dir, workers=job.workers, show_progress=job.show_progress,
             max_states=job.max_states, warn=warn_on_stderr, mapped=True,
         )
-        return VariantSummary.of(summarise_start(table, max_turns=0), time.perf_counter() - started, table.reused)
-    summary = summary_from(variant.rules, variant.start, 0, workers=job.workers, show_progress=job.show_progress,
+        summary = summarise_start(table, max_turns=job.length_turns)
+        return VariantSummary.of(summary, time.perf_counter() - started, table.reused)
+    summary = summary_from(variant.rules, variant.start, job.length_turns, workers=job.workers, show_progress=job.show_progress,
                            max_states=job.max_states)
     return VariantSummary.of(summary, time.perf_counter() - started, False)
 

@@ -26,6 +26,7 @@ from ..analysis.restricted import RestrictedJob, RestrictedValue, value_without
 from ..analysis.results_cache import ResultsCache
 from ..analysis.sensitivity import Skipped, Variant, VariantJob, VariantSummary, summarise_variant, variant_key
 from ..solve import LAYERED_BYTES_PER_STATE, usable_cores
+from ..summary import LENGTH_TURNS
 from .entries import variant_entry, variant_from
 
 Log = Callable[[str], None]
@@ -40,6 +41,7 @@ class SolvePlan:
     at_once: int
     done: int = 0  # solves finished so far in this run
     time_left: str = ""  # what the solves left take at the pace so far, once one has finished
+    first: Variant | None = None  # the variant the findings box reads: its length distribution is computed too
 
     @property
     def total(self) -> int:
@@ -59,7 +61,7 @@ def plan_solves(
     cards = [card for card in cards if results.get(restricted_key(card)) is None]
     variants = sorted((v for v in variants if results.get(variant_key(v)) is None), key=lambda v: v != first)
     estimates = [float(estimate_reachable(rules))] * bool(cards) + [_estimate(v) for v in variants]
-    return SolvePlan(cards, variants, solves_at_once(estimates, LAYERED_BYTES_PER_STATE, workers))
+    return SolvePlan(cards, variants, solves_at_once(estimates, LAYERED_BYTES_PER_STATE, workers), first=first)
 
 
 def _estimate(variant: Variant) -> float:
@@ -100,8 +102,11 @@ def further_solves(
     say) leaves the solves not yet kept to run one at a time here."""
     labels = [f"P1 may not play {card}" for card in plan.cards] + [v.label for v in plan.variants]
     options = {"workers": 1, "show_progress": False}
+    # The findings box gives its variant's median game length beside the headline's: a
+    # stalling tail of a few games in a thousand can put the mean in the thousands of turns.
     jobs = [RestrictedJob(rules, card, **options) for card in plan.cards] + [
-        VariantJob(v, str(cache_dir), **options) for v in plan.variants]
+        VariantJob(v, str(cache_dir), length_turns=LENGTH_TURNS if v == plan.first else 0, **options)
+        for v in plan.variants]
 
     started = time.perf_counter()
 
