@@ -189,8 +189,8 @@ def _summary(job: VariantJob) -> VariantSummary:
         )
         summary = summarise_start(table, max_turns=job.length_turns)
         return VariantSummary.of(summary, time.perf_counter() - started, table.reused)
-    summary = summary_from(variant.rules, variant.start, job.length_turns, workers=job.workers, show_progress=job.show_progress,
-                           max_states=job.max_states)
+    summary = summary_from(variant.rules, variant.start, job.length_turns, workers=job.workers,
+                           show_progress=job.show_progress, max_states=job.max_states)
     return VariantSummary.of(summary, time.perf_counter() - started, False)
 
 

@@ -164,7 +164,8 @@ def findings(r: Report) -> dict:
     first = findings_variant([v for v, _ in r.variants])
     cost_up = next(((v, s) for v, s in r.variants if v == first), None) if first else None
     return {"strongest": strongest, "strongest_cards": _listed([x.card for x in strongest]),
-            "least": least, "least_cards": _listed([x.card for x in least]), "dead": r.usage.dead if r.usage else None, "cost_up": cost_up,
+            "least": least, "least_cards": _listed([x.card for x in least]),
+            "dead": r.usage.dead if r.usage else None, "cost_up": cost_up,
             "cost_up_card": FINDINGS_CARD, "knockout": _by(r.summary, "by knock-out"),
             "moon": _by(r.summary, "at the moon")}
 
