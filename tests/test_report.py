@@ -83,7 +83,8 @@ def test_the_findings_box_gives_the_lightning_variants_median_length_as_its_own_
 
     html, _, cache, _ = report
     line = unescape(re.search(r"<li><strong>If lightning costs 3 battery</strong>(.*?)</li>", html, re.S).group(1))
-    median, beyond = re.search(r"half of all games are over by turn (\d+) \(now \d+\)\s+and ([0-9.]+%) go past", line).groups()
+    median, beyond = re.search(
+        r"half of all games are over by turn (\d+) \(now \d+\)\s+and ([0-9.]+%) go past", line).groups()
     alone = run("report", *SMALL, "--set", "cost.lightning.battery=3", "--sections", "headline",
                 "--out", str(tmp_path / "l3.html"), "--cache-dir", str(cache))
     assert alone.exit_code == 0, alone.output
