@@ -37,7 +37,12 @@ class StartSummary:
     @property
     def length_beyond(self) -> float:
         """P(the game lasts longer than the turns `length_pmf` covers), unending play included."""
-        return max(0.0, 1.0 - float(self.length_pmf.sum()))
+        return length_beyond(self.length_pmf)
+
+
+def length_beyond(length_pmf) -> float:
+    """P(a game lasts longer than the turns of `length_pmf`), unending play included."""
+    return max(0.0, 1.0 - float(np.sum(length_pmf)))
 
 
 def transition_graph(table: SolvedTable) -> GameGraph:

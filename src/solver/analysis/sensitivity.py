@@ -21,7 +21,7 @@ from rules.charge_spark.state import initial_position
 from ..boundary import Boundary
 from ..cache import default_cache_dir, table_path
 from ..graph import GraphTooLargeError
-from ..summary import StartSummary, summarise_from, summarise_start
+from ..summary import StartSummary, length_beyond, summarise_from, summarise_start
 from ..tables import solve_to_boundary, solved_table, warn_on_stderr
 
 START_BATTERY_READINGS = (0, 2)  # the French page and the English rulebook
@@ -73,7 +73,7 @@ class VariantSummary:
     @property
     def length_beyond(self) -> float:
         """P(the game lasts longer than the turns `length_pmf` covers), unending play included."""
-        return max(0.0, 1.0 - sum(self.length_pmf))
+        return length_beyond(self.length_pmf)
 
     def wins(self, seat: str) -> float:
         return sum(p for label, p in self.outcomes.items() if label.startswith(f"{seat} wins"))
