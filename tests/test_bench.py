@@ -9,7 +9,8 @@ import numpy as np
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver.bench import bench_full_game, bench_stage_kernel, jacobi_sweeps_needed
+from solver.bench import bench_buzzer_invariance, bench_full_game, bench_stage_kernel, jacobi_sweeps_needed
+from solver.solve import solve_from
 from solver.graph import build_graph, reachable_states
 from solver.reference import reference_values
 
@@ -35,10 +36,22 @@ def test_stage_kernel_bench_checks_values_against_scipy():
 def test_full_game_bench_reports_time_memory_and_the_certificate():
     rules = apply_overrides(RuleSet(), ["board=SM", "health=1", "bonus_cards="])
     game = ChargeSparkGame(rules)
-    lines = bench_full_game(game, game.encode(initial_position(rules)))
+    lines, result = bench_full_game(game, game.encode(initial_position(rules)))
     text = "\n".join(lines)
     assert "states solved in" in text and "peak memory" in text and "first bar 10 min and 6 GB: met" in text
     assert "value at the start 0.5000000000" in text
+    assert result is not None and result.num_states > 0
+
+
+def test_buzzer_bench_compares_the_lengths_at_two_buzzers():
+    rules = apply_overrides(RuleSet(), ["board=SM", "health=1", "bonus_cards="])
+    game = ChargeSparkGame(rules)
+    root = game.encode(initial_position(rules))
+    result = solve_from(game, [root], show_progress=False)
+    text = "\n".join(bench_buzzer_invariance(game, root, result, "a tiny board"))
+    assert "buzzer 1e-06: mean" in text and "buzzer 1e-05: mean" in text
+    assert "(within 1%: met)" in text
+    assert "exploitability with endless play scored as a loss" in text
 
 
 def test_peak_memory_counts_memory_shared_with_a_worker_once():

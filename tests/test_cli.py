@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint, load_rules
 from rules.charge_spark.game import ChargeSparkGame
-from rules.charge_spark.notation import format_position
+from rules.charge_spark.notation import format_position, parse_position
 from rules.charge_spark.state import initial_position
 from solver.cli import main
 from solver.graph import build_graph
@@ -62,6 +62,34 @@ def test_query_text_shows_value_strategies_matrix_and_certificate():
     for needle in ("fingerprint", "value        0.5", "P1 wins", "P2 wins", "unending", "turns expected",
                    "P1 plays", "P2 plays", "stage matrix", "certificate", "exploitability"):
         assert needle in out
+
+
+def test_query_json_gives_the_length_figures_and_where_play_stalls():
+    answer = json.loads(run("query", "start", *SMALL, "--json").stdout)
+    length = answer["length"]
+    assert answer["unending"] == 0.0 and length["mean"] == answer["expected_length"]
+    assert 2 <= length["median"] <= 2 * length["mean"]  # at most half of all games last twice the mean or more
+    assert 0.0 <= length["p_beyond_200"] < 1e-9
+    assert isinstance(answer["stalls"], list)
+    rules = apply_overrides(RuleSet(), [a for a in SMALL if a != "--set"])
+    for stall in answer["stalls"]:
+        assert set(stall) == {"position", "code", "share", "exit_probability", "min_probability", "kind", "states"}
+        assert stall["position"] == format_position(ChargeSparkGame(rules).decode(stall["code"]), rules)
+        assert 0.01 <= stall["share"] <= 1.0 and 0.0 < stall["exit_probability"] <= 1.0
+        assert stall["kind"] in ("standoff", "epsilon-optimal", "loop") and stall["states"] >= 1
+    shares = [stall["share"] for stall in answer["stalls"]]
+    assert shares == sorted(shares, reverse=True)
+
+
+def test_query_text_gives_the_median_and_tail_beside_the_length_and_the_stalls():
+    answer = json.loads(run("query", "start", *SMALL, "--json").stdout)
+    lines = run("query", "start", *SMALL).stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("length "))
+    assert lines[at + 1].split()[:8] == ["half", "of", "all", "games", "are", "over", "by", "turn"]
+    assert f"by turn {answer['length']['median']};" in lines[at + 1] and "still going after 200 turns" in lines[at + 1]
+    block = [line for line in lines if " at " in line and "exit " in line]
+    assert [line.split(" at ", 1)[1] for line in block] == [stall["position"] for stall in answer["stalls"]]
+    assert any(line.startswith("stalls ") for line in lines) == bool(answer["stalls"])
 
 
 def test_query_of_a_written_position_normalises_it():
@@ -150,6 +178,32 @@ def test_a_query_from_a_stored_table_never_loads_the_compiler(private_table_cach
     assert done.returncode == 0, done.stderr
     assert "from the solved table" in done.stdout
     assert done.stdout.strip().endswith("numba not loaded")
+
+
+def test_a_query_of_a_stored_table_reads_the_starts_stalls_that_solve_kept(private_table_cache, monkeypatch):
+    import solver.analysis.stalls
+    from solver.analysis.results_cache import ResultsCache
+    from solver.analysis.stalls import play_key
+
+    assert run("solve", *SMALL).exit_code == 0
+    rules = apply_overrides(RuleSet(), [a for a in SMALL if a != "--set"])
+    game = ChargeSparkGame(rules)
+    results = ResultsCache(private_table_cache, fingerprint(rules))
+    kept = results.get(play_key(game.encode(initial_position(rules))))
+    followed = []
+    real = solver.analysis.stalls.play_from
+    monkeypatch.setattr(solver.analysis.stalls, "play_from", lambda *args: followed.append(args) or real(*args))
+    start = json.loads(run("query", "start", *SMALL, "--json").stdout)
+    assert followed == [] and start["length"] == kept["length"]
+    without_text = [{k: v for k, v in s.items() if k != "position"} for s in start["stalls"]]
+    assert without_text == [{**{k: v for k, v in s.items() if k != "position"}, "code": s["position"]}
+                            for s in kept["stalls"]]
+    # Another position of the table: play followed through the stored table (too short to keep).
+    position = "h1 b1 d0 p0 rest=charge / h1 b1 d0 p0 rest=charge"
+    later = json.loads(run("query", position, *SMALL, "--json").stdout)
+    assert len(followed) == 1 and later["length"]["mean"] == pytest.approx(later["expected_length"], rel=1e-12)
+    results = ResultsCache(private_table_cache, fingerprint(rules))
+    assert results.get(play_key(game.encode(parse_position(position, rules)))) is None
 
 
 def test_a_full_disk_is_one_line_and_keeps_the_stored_table(private_table_cache, monkeypatch):

@@ -128,6 +128,67 @@ def test_headline_numbers_agree_with_query(report, start_answer):
         assert re.search(rf"<th class=\"text\">{re.escape(label)}</th><td class=\"outcome\">{p:.6f}</td>", html), label
 
 
+def test_the_headline_stalls_agree_with_query(report, start_answer):
+    html = report[0]
+    shown = re.search(r'id="stalls-table">(.*?)</table>', html, re.S)
+    assert (shown is not None) == bool(start_answer["stalls"]) == ('id="stalls-finding"' in html)
+    if shown:
+        rows = re.findall(r'<tr><td class="text"><code>([^<]*)</code></td><td>([^<]*)</td>', shown.group(1))
+        assert [unescape(text) for text, _ in rows] == [s["position"] for s in start_answer["stalls"]]
+        assert [share for _, share in rows] == [f"{100 * s['share']:.1f}%" for s in start_answer["stalls"]]
+    assert cell(html, "mean-length") == f"{start_answer['length']['mean']:,.1f}"
+
+
+def test_the_headline_shows_where_games_stall_as_a_finding(running_report):
+    from dataclasses import replace
+
+    from solver.analysis.stalls import Stall
+    from solver.report.render import render_report
+
+    _, finished, _ = running_report
+    stalled = [
+        ("h1 b1 d0 p0 rest=charge / h1 b1 d0 p0 rest=charge", Stall(11, 0.425, 0.25, 2e-5, "epsilon-optimal", 12)),
+        ("h1 b0 d0 p0 rest=barrier / h1 b0 d0 p0 rest=barrier", Stall(12, 1.0, 0.0, 0.5, "standoff", 1)),
+    ]
+    html = render_report(replace(finished, stalls=stalled))
+    finding = unescape(re.search(r'<li id="stalls-finding">(.*?)</li>', html, re.S).group(1))
+    assert "Games can stall</strong> at <code>h1 b1 d0 p0 rest=charge / h1 b1 d0 p0 rest=charge</code>" in finding
+    assert "42.5% of the expected game length" in finding and "0.250 a turn" in finding
+    assert "a turn (epsilon-optimal); 1 more loop in section 1" in finding
+    table = re.search(r'id="stalls-table">(.*?)</table>', html, re.S).group(1)
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr><td.*?</tr>", table, re.S)]
+    assert [cells[1:] for cells in rows] == [["42.5%", "0.2500", "2.0e-05", "epsilon-optimal", "12"],
+                                             ["never ends", "0.0000", "0.5000", "standoff", "1"]]
+    plain = render_report(replace(finished, stalls=[]))
+    assert 'id="stalls-table"' not in plain and 'id="stalls-finding"' not in plain
+
+
+def test_the_headline_gives_no_finite_mean_where_games_may_never_end(running_report):
+    from dataclasses import replace
+
+    from solver.report.render import render_report
+    from solver.summary import StartSummary
+
+    _, finished, _ = running_report
+    ends = finished.summary
+    assert cell(render_report(finished), "mean-length") == f"{ends.expected_length:,.1f}"
+    outcomes = {label: 0.9 * p for label, p in ends.outcomes.items()} | {"unending": 0.1}
+    html = render_report(replace(finished, summary=StartSummary(ends.value, outcomes, ends.expected_length,
+                                                                0.9 * ends.length_pmf)))
+    assert cell(html, "mean-length") == "no finite mean (some games never end)"
+    assert cell(html, "expected-length") == f"{ends.expected_length:,.1f}"  # of the games that end
+    assert re.search(r"P\(still going after 200 turns\)</th><td>10\.00%</td>", html)
+
+
+def test_the_headline_with_its_stalls_is_kept_in_the_results_cache(running_report):
+    from solver.analysis.results_cache import ResultsCache
+    from solver.report.entries import stalls_from
+
+    _, finished, cache = running_report
+    kept = ResultsCache(cache, finished.fingerprint).get("report:headline")["data"]
+    assert stalls_from(kept["stalls"]) == finished.stalls
+
+
 def test_opening_strategies_agree_with_query(report, start_answer):
     html = report[0]
     table = re.search(r'id="opening">(.*?)</table>', html, re.S).group(1)

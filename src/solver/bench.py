@@ -14,6 +14,10 @@
 4. The full default game: the solve with its wall time, peak memory and
    states/s, or, when it cannot fit in the memory available, how far the
    enumeration got before the guard stopped it, and at what rate.
+5. Hurried play on it: the mean, median and P(length > 200) from the start
+   with the buzzer at `hurry.BUZZER` and at 1e-5 (a second solve), which must
+   agree within 1%, the stricter certificate, and the stall table. (With
+   `--quick`, on the small rule set.)
 
 Run as `python -m solver.bench [--quick]`.
 """
@@ -30,10 +34,14 @@ import numba
 import numpy as np
 import psutil
 
+from . import hurry
+from .analysis.stalls import LengthFigures, length_and_stalls
 from .graph import GraphTooLargeError, build_graph
+from .result import SolveResult
 from .shapley import max_cells, stage_matrix_kernel
 from .solve import solve_from, usable_cores
 from .stage import matrix_game_kernel, solve_matrix_game_lp
+from .summary import play_from
 
 TARGET_STAGE_RATIO = 300  # at 6x6
 TARGET_END_TO_END_RATIO = 1000
@@ -135,9 +143,9 @@ def bench_end_to_end(game, root: int, label: str, sample: int = 400, sweep_cap: 
     ]
 
 
-def bench_full_game(game, root: int) -> list[str]:
-    """Solve the default game if it fits in memory; else how far enumeration got
-    before the memory guard stopped it, and at what rate."""
+def bench_full_game(game, root: int) -> tuple[list[str], SolveResult | None]:
+    """Solve the default game if it fits in memory (the lines, and the result);
+    else how far enumeration got before the memory guard stopped it, and at what rate."""
     workers = usable_cores()
     lines = [f"full default game ({workers} worker processes, as `charge-spark solve` runs it)"]
     start = time.perf_counter()
@@ -149,7 +157,7 @@ def bench_full_game(game, root: int) -> list[str]:
         lines.append(f"  NOT solved (targets: 10 min and 6 GB, goal 2 min: NOT met): {error}")
         lines.append(f"  enumeration reached that limit in {spent:.0f} s ({_limit_of(error) / spent:,.0f} states/s);"
                      f" peak memory {_peak_gb():.1f} GB")
-        return lines
+        return lines, None
     wall = time.perf_counter() - start
     n = result.num_states
     peak = memory.peak / 1e9
@@ -165,6 +173,41 @@ def bench_full_game(game, root: int) -> list[str]:
         f" value at the start {result.values[result.index_of(root)]:.12f},"
         f" largest exploitability {result.max_exploitability:.1e}, largest Bellman residual {result.bellman_residual:.1e}",
     ]
+    return lines, result
+
+
+def hurried_lengths(game, root: int, result: SolveResult) -> tuple[LengthFigures, list]:
+    """The length figures and stalls at the start under `result`'s strategies."""
+    found = length_and_stalls(play_from(game, result, root), result)
+    return found.length, list(found.stalls)
+
+
+def bench_buzzer_invariance(game, root: int, result: SolveResult, label: str, other_eta: float = 1e-5) -> list[str]:
+    """Hurried play's lengths at the start with the buzzer at `hurry.BUZZER`
+    (`result`) and at `other_eta` (solved again): they must agree within 1%.
+    Also its stricter certificate and where hurried play was not used."""
+    figures = result.hurry_figures()
+    lines = [f"hurried play on {label}: lengths from the start with the buzzer at {hurry.BUZZER:g} and {other_eta:g} a turn",
+             f"  exploitability with endless play scored as a loss {figures.max_strict_exploitability:.1e};"
+             f" {figures.fallback_states:,} states keep the value solve's strategy; {figures.standoff_states:,} standoff states"]
+    length, stalls = hurried_lengths(game, root, result)
+    default_eta = hurry.BUZZER
+    try:
+        hurry.BUZZER = other_eta  # forked workers inherit it
+        other = solve_from(game, [root], show_progress=False, workers=usable_cores())
+    finally:
+        hurry.BUZZER = default_eta
+    other_length, _ = hurried_lengths(game, root, other)
+    for eta, figures_at in ((default_eta, length), (other_eta, other_length)):
+        mean = "none (may never end)" if figures_at.mean is None else f"{figures_at.mean:,.3f}"
+        lines.append(f"  buzzer {eta:g}: mean {mean}, median {figures_at.median}, P(> 200 turns) {figures_at.p_beyond_200:.3e}")
+    if length.mean is not None and other_length.mean is not None:
+        ratio = other_length.mean / length.mean
+        verdict = "met" if abs(ratio - 1.0) <= 0.01 and length.median == other_length.median else "NOT met"
+        lines.append(f"  ratio of the means {ratio:.4f}, medians {length.median} and {other_length.median} (within 1%: {verdict})")
+    for stall in stalls:
+        lines.append(f"  stall: {stall.kind}, share {stall.share:.3%}, exit {stall.exit_probability:.3g} a turn,"
+                     f" smallest probability {stall.min_probability:.2g}, {stall.states:,} states, at code {stall.position}")
     return lines
 
 
@@ -266,10 +309,17 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
     for line in bench_openspiel("goofspiel(num_cards=4,imp_info=False,points_order=random,returns_type=point_difference)"):
         print(line, flush=True)
-    if not args.quick:
-        game, root = rooted([])
-        for line in bench_full_game(game, root):
+    if args.quick:
+        for line in bench_buzzer_invariance(game, root, solve_from(game, [root], show_progress=False), " ".join(overrides)):
             print(line, flush=True)
+    else:
+        game, root = rooted([])
+        lines, result = bench_full_game(game, root)
+        for line in lines:
+            print(line, flush=True)
+        if result is not None:
+            for line in bench_buzzer_invariance(game, root, result, "the printed rules"):
+                print(line, flush=True)
     return 0
 
 

@@ -22,16 +22,17 @@ import mmap
 import os
 import time
 import zipfile
+from dataclasses import asdict
 from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-from .result import ARRAY_FIELDS, SolveResult
+from .result import ARRAY_FIELDS, PER_STATE_HURRY, SolveResult
 
 FORMAT = "charge-spark solved table"
-FORMAT_VERSION = 3  # 3: each state's ending turns (the expected game length)
+FORMAT_VERSION = 4  # 4: hurried strategies, their buzzer values and guarantees with endless play scored as a loss
 BLOCK_BYTES = 1 << 20  # arrays are checksummed in blocks, so one state can be read and verified alone
 CHUNK_BYTES = 16 * BLOCK_BYTES  # arrays are written and checked this much at a time
 CACHE_ENV = "CHARGE_SPARK_CACHE"
@@ -101,7 +102,8 @@ def array_layout(a: np.ndarray) -> dict:
 def _whole_figures(result: SolveResult) -> dict:
     """What a reader of part of the table shows for the whole of it."""
     try:
-        return {"states": result.table_states, "max_exploitability": result.table_max_exploitability}
+        return {"states": result.table_states, "max_exploitability": result.table_max_exploitability,
+                **asdict(result.table_hurry_figures)}
     except ValueError:  # arrays of inconsistent sizes: loading refuses the table anyway
         return {}
 
@@ -236,7 +238,7 @@ def _inconsistency(a: dict[str, np.ndarray]) -> str | None:
     for name in ARRAY_FIELDS:
         if a[name].dtype.kind not in "iuf":
             return f"{name} has dtype {a[name].dtype}"
-    per_state = ("values", "unending_probability", "ending_turns", "p1_guarantee", "p2_guarantee")
+    per_state = ("values", "unending_probability", "ending_turns", "p1_guarantee", "p2_guarantee", *PER_STATE_HURRY)
     for name in per_state:
         if a[name].shape != (n,):
             return f"{name} has shape {a[name].shape}, expected ({n},)"

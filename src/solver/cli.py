@@ -11,7 +11,9 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
@@ -30,14 +32,17 @@ from rules.charge_spark.config import (
 from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
 from rules.charge_spark.notation import PositionError, format_position, parse_position
 from rules.charge_spark.size import estimate_reachable
-from rules.charge_spark.state import initial_position
+from rules.charge_spark.state import Position, initial_position
 
 from .cache import CACHE_ENV, default_cache_dir, table_path
 from .files import OutputError, check_writable, write_text_atomically
 from .graph import GraphTooLargeError
-from .result import SolveResult, StateAnswer
+from .result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
 from .sweep import SchedulerError, SweepError
 from .tables import solve_to_boundary, solved_table, stored_part
+
+if TYPE_CHECKING:  # imported where used: scipy's solvers are no part of the other commands' start
+    from .analysis.stalls import LengthAndStalls, LengthFigures
 
 
 def usable_cores() -> int:
@@ -180,6 +185,11 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
             workers=usable_cores(),
         )
         result, path, reused = table.result, table.path, table.reused
+    if not reused:
+        from .analysis.stalls import keep_length_and_stalls
+
+        # Following play at once, while the table is at hand: a query of the start then reads it.
+        keep_length_and_stalls(rule_set, code, result, path.parent)
     game = ReferenceChargeSparkGame(rule_set) if reused else ChargeSparkGame(rule_set)
     answer = result.answer(code, game)
     verdict = "ok" if result.table_max_exploitability <= CERTIFICATE_BOUND else "FAILED"
@@ -191,6 +201,7 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
         f"certificate  exploitability at the start {answer.exploitability:.2e}, largest over all states"
         f" {result.table_max_exploitability:.2e} ({verdict}, bound {CERTIFICATE_BOUND:.0e});"
         f" largest Bellman residual {result.bellman_residual:.2e}",
+        hurry_line(result.table_hurry_figures),
         f"table        {path} ({path.stat().st_size / 1e6:,.1f} MB)"
         + ("  [already solved; --force to solve again]" if reused else ""),
         f"time         {timing_line(result, time.perf_counter() - started) if not reused else f'{time.perf_counter() - started:.2f} s (loaded)'}",
@@ -218,11 +229,35 @@ def query(
     parsed = parse_position(position, rule_set)
     started = time.perf_counter()
     answer, result, source, edge = answer_at(rule_set, parsed, cache_dir, max_states, show_progress=not as_json)
+    lasting = lasting_at(rule_set, parsed, result, cache_dir, source, edge)
     elapsed = time.perf_counter() - started
     if as_json:
-        click.echo(json.dumps(query_json(rule_set, format_position(parsed, rule_set), answer, result)))
+        click.echo(json.dumps(query_json(rule_set, format_position(parsed, rule_set), answer, result, lasting)))
     else:
-        click.echo(query_text(rule_set, format_position(parsed, rule_set), answer, result, elapsed, source, edge))
+        click.echo(query_text(rule_set, format_position(parsed, rule_set), answer, result, elapsed, source, edge,
+                              lasting))
+
+
+def hurry_line(figures: HurryFigures) -> str:
+    """The stricter certificate of hurried play over the whole table, and where it could not be used."""
+    verdict = "ok" if figures.max_strict_exploitability <= CERTIFICATE_BOUND else "exceeds the bound somewhere"
+    return (
+        f"hurried      largest exploitability with endless play scored as a loss {figures.max_strict_exploitability:.2e}"
+        f" ({verdict}); {figures.fallback_states:,} states keep the value solve's strategy;"
+        f" {figures.standoff_states:,} standoff states (the value depends on how endless play is scored)"
+    )
+
+
+def lasting_at(rule_set: RuleSet, position: Position, result: SolveResult, cache_dir: str | None, source: Path | None,
+               edge: Path | None) -> LengthAndStalls | None:
+    """The length figures and stalls from `position`, where `answer_at` answered it (None past a table's edge)."""
+    from .analysis.stalls import length_and_stalls_at
+
+    return length_and_stalls_at(
+        rule_set, ChargeSparkGame(rule_set).encode(position), result,
+        Path(cache_dir) if cache_dir else default_cache_dir(), source, edge is not None, warn,
+        lambda message: click.echo(f"charge-spark: {printable(message)}", err=True),
+    )
 
 
 def answer_at(
@@ -481,7 +516,12 @@ def csv_output(out: str | None):
         yield stream
 
 
-def query_json(rule_set: RuleSet, position: str, answer: StateAnswer, result: SolveResult) -> dict:
+def query_json(
+    rule_set: RuleSet, position: str, answer: StateAnswer, result: SolveResult, lasting: LengthAndStalls | None = None,
+) -> dict:
+    """The answer as JSON; `lasting`: the `LengthAndStalls` from the position (None: not known)."""
+    length = _length_figures(answer, lasting)
+    game = ChargeSparkGame(rule_set)
     return {
         "rules": canonical_mapping(rule_set),
         "fingerprint": fingerprint(rule_set),
@@ -492,6 +532,12 @@ def query_json(rule_set: RuleSet, position: str, answer: StateAnswer, result: So
         "outcomes": dict(answer.terminal_probability),
         "unending": answer.unending_probability,
         "expected_length": None if math.isnan(answer.expected_length) else answer.expected_length,
+        "length": {"mean": length.mean, "median": length.median, "p_beyond_200": length.p_beyond_200},
+        "stalls": None if lasting is None else [
+            {**asdict(stall), "position": format_position(game.decode(stall.position), rule_set),
+             "code": stall.position}
+            for stall in lasting.stalls
+        ],
         "p1_strategy": answer.row_strategy,
         "p2_strategy": answer.col_strategy,
         "matrix": {"rows": list(answer.rows), "cols": list(answer.cols), "values": [list(r) for r in answer.matrix]},
@@ -502,6 +548,8 @@ def query_json(rule_set: RuleSet, position: str, answer: StateAnswer, result: So
             "p2_guarantee": answer.p2_guarantee,
             "bellman_residual": result.bellman_residual,
             "max_exploitability_all_states": result.table_max_exploitability,
+            "strict_exploitability": answer.strict_exploitability,
+            "unending_dependence": answer.unending_dependence,
             "states": result.table_states,
             "method": result.method,
             "seconds": {phase: round(seconds, 3) for phase, seconds in result.timings.items()},
@@ -524,6 +572,52 @@ def win_types(answer: StateAnswer, seat: str) -> str:
     return ", ".join(
         f"{label[len(prefix):]} {p:.6f}" for label, p in answer.terminal_probability.items() if label.startswith(prefix)
     )
+
+
+def _length_figures(answer: StateAnswer, lasting: LengthAndStalls | None) -> LengthFigures:
+    """The `LengthFigures` of `lasting`, or without it the mean alone."""
+    from .analysis.stalls import LengthFigures, mean_length
+
+    if lasting is not None:
+        return lasting.length
+    return LengthFigures(mean_length(answer.expected_length, answer.unending_probability), None, None)
+
+
+def _spread_text(answer: StateAnswer, lasting: LengthAndStalls | None) -> str:
+    """The median and the tail of the length."""
+    from .summary import LENGTH_TURNS
+
+    if lasting is None:
+        return "(the length's distribution is not followed past the stored table's edge)"
+    length = lasting.length
+    median = f"half of all games are over by turn {length.median}" if length.median is not None else (
+        f"fewer than half of all games are over by turn {LENGTH_TURNS}")
+    mean = "" if length.mean is not None or math.isnan(answer.expected_length) else (
+        "; no finite mean: the game may never end")
+    return f"{median}; {100 * length.p_beyond_200:.2f}% still going after {LENGTH_TURNS} turns{mean}"
+
+
+def _stalls_lines(rule_set: RuleSet, lasting: LengthAndStalls | None) -> list[str]:
+    """The stalls block (nothing when play has none)."""
+    from .analysis.stalls import MIN_SHARE
+
+    if lasting is None or not lasting.stalls:
+        return []
+    game = ChargeSparkGame(rule_set)
+    lines = ["", f"stalls       loops of play holding at least {100 * MIN_SHARE:g}% of the expected length",
+             "             (share of it, exit probability per turn, smallest probability either side plays there):"]
+    for stall in lasting.stalls:
+        share = "never ends" if stall.never_ends else f"{100 * stall.share:.1f}%"
+        lines.append(
+            f"             {share:>10}  exit {stall.exit_probability:.4f}  smallest {_probability(stall.min_probability)}"
+            f"  {stall.kind:<15}  {stall.states:,} states  at {format_position(game.decode(stall.position), rule_set)}"
+        )
+    return lines
+
+
+def _probability(p: float) -> str:
+    """A probability that may be far below a percent, in eight characters."""
+    return f"{p:<8.4f}" if p >= 1e-3 else f"{p:<8.1e}"
 
 
 def _length_text(expected: float) -> str:
@@ -549,7 +643,7 @@ def timing_line(result: SolveResult, elapsed: float) -> str:
 
 def query_text(
     rule_set: RuleSet, position: str, answer: StateAnswer, result: SolveResult, elapsed: float,
-    source: Path | None = None, edge: Path | None = None,
+    source: Path | None = None, edge: Path | None = None, lasting: LengthAndStalls | None = None,
 ) -> str:
     width = max(len(c) for c in answer.rows + answer.cols) + 1
     header = " " * width + "".join(f"{c:>{width + 2}}" for c in answer.cols)
@@ -565,7 +659,9 @@ def query_text(
         f"P2 wins      {wins(answer, 'P2'):.6f}   ({win_types(answer, 'P2')})",
         f"unending     {answer.unending_probability:.6f}",
         f"length       {_length_text(answer.expected_length)}",
+        f"             {_spread_text(answer, lasting)}",
         "             (the split and the length are those of the strategies shown; other optimal strategies may differ)",
+        *_stalls_lines(rule_set, lasting),
         "",
         f"P1 plays     {_strategy_line(answer.row_strategy)}",
         f"P2 plays     {_strategy_line(answer.col_strategy)}",
@@ -582,6 +678,9 @@ def query_text(
         f" P1's strategy guarantees {answer.p1_guarantee:.12f}, P2's {answer.p2_guarantee:.12f}",
         f"             largest Bellman residual {result.bellman_residual:.2e}; largest exploitability"
         f" over all {result.table_states:,} states {result.table_max_exploitability:.2e}",
+        f"             with endless play scored as a loss for the strategy's owner: {answer.strict_exploitability:.2e}"
+        + (f"; a standoff (the value moves by {answer.unending_dependence:.2g} with that scoring)"
+           if answer.unending_dependence > STANDOFF_DEPENDENCE else ""),
         f"             {timing_line(result, elapsed) if source is None else f'answered in {elapsed:.2f} s from the solved table {source}'}",
         f"             method: {result.method}",
     ]

@@ -48,6 +48,8 @@ from .boundary import Boundary
 from .bracketing import bracket_values, mirrors_strategies, payoffs_swap, seat_mirror
 from .certify import bellman_residual, best_response_values, chain_values, outcomes_and_ending_turns
 from .components import strongly_connected_components
+from .result import PER_STATE_HURRY
+from .hurry import Exits, ScoredGuarantees, hurry, scored, scored_guarantees
 from .graph import (
     GameGraph, GraphTooLargeError, _ptr, _sorted_contains, distinct_sorted, expansion_of, graph_of, merged_distinct,
     segment_positions,
@@ -287,9 +289,16 @@ class LayeredSolution:
     terminal_probability: np.ndarray
     unending_probability: np.ndarray
     ending_turns: np.ndarray  # E[turns played x 1{the game ends}]
+    p1_buzzer: np.ndarray
+    p2_buzzer: np.ndarray
+    p1_guarantee_u0: np.ndarray
+    p2_guarantee_u0: np.ndarray
+    p1_guarantee_u1: np.ndarray
+    p2_guarantee_u1: np.ndarray
+    fallback: np.ndarray
     bellman_residual: float
     rounds: int  # best-response rounds spent on cyclic components
-    certify_seconds: float  # of the whole, the time spent on the certificate and outcome probabilities
+    certify_seconds: float  # of the whole, the time spent on the certificate, hurried play and outcome probabilities
 
 
 @dataclass(frozen=True, eq=False)
@@ -301,6 +310,9 @@ class ExitFigures:
     middle: np.ndarray
     outcomes: np.ndarray  # (exits, terminal outcomes + 1): probabilities of each ending, then of none
     ending_turns: np.ndarray  # E[turns played x 1{the game ends}] from each exit
+    buzzer: tuple[np.ndarray, np.ndarray]  # each side's buzzer value (see `hurry`)
+    scored: ScoredGuarantees  # each side's guarantee with endless play scored as a loss for one side
+    hurried_guarantees: tuple[np.ndarray, np.ndarray]  # each side's, playing the hurried strategies
     twin_p1_guarantee: np.ndarray | None = None  # P1's guarantee at each exit's seat-swapped twin
 
 
@@ -319,6 +331,10 @@ class LayerSolution:
     terminal_probability: np.ndarray
     unending_probability: np.ndarray
     ending_turns: np.ndarray
+    buzzer: tuple[np.ndarray, np.ndarray]
+    scored: ScoredGuarantees
+    fallback: np.ndarray
+    solve_guarantees: tuple[np.ndarray, np.ndarray]  # each side's, playing the value solve's strategies
     bellman_residual: float
     rounds: int
     certify_seconds: float
@@ -341,18 +357,51 @@ def solve_layer(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures
     clock = time.perf_counter()
     # Started from the bracket's guarantees (only a starting point: the answer does not depend on it).
     low = best_response_values(p1_graph, 0, row, bracket.lower)
+    p2_graph = with_exit_payoffs(layer, exits.p2_guarantee)
     if _mirrored(layer, mirror, exits, row, col):
         # P2's strategies are P1's seen from the other seat, and so are the exits' figures:
         # P2's best response at a state is P1's at its twin, with the seats swapped.
         high = 2.0 * layer.graph.unending_payoff - low[mirror]
     else:
-        high = best_response_values(with_exit_payoffs(layer, exits.p2_guarantee), 1, col, bracket.upper)
+        high = best_response_values(p2_graph, 1, col, bracket.upper)
     middle = np.clip(0.5 * (bracket.lower + bracket.upper), low, np.maximum(low, high))
+    return _hurried_solution(layer, exits, mirror, p1_graph, p2_graph, low, high, middle, row, col,
+                             int(bracket.rounds.sum()), clock)
+
+
+def _hurried_solution(
+    layer: LayerGraph, exits: ExitFigures, mirror: np.ndarray | None, p1_graph: GameGraph, p2_graph: GameGraph,
+    low: np.ndarray, high: np.ndarray, middle: np.ndarray, row: np.ndarray, col: np.ndarray, rounds: int,
+    clock: float,
+) -> LayerSolution:
+    """The layer's solution once its value solve is certified: hurried
+    strategies (see `hurry`), their exact guarantees with endless play scored
+    three ways, the Bellman residual and the outcome probabilities."""
+    own = layer.graph.terminal_payoff.shape[0]
+    none = np.zeros(own)
+    ends = np.arange(own + layer.exits.size) < own
+    twin = mirror if _exits_mirror(layer, mirror, exits) else None
+    # The value solve's guarantees go on to the next ranks' brackets unchanged, so the values are
+    # exactly the value solve's; the hurried strategies' own are composed beside them.
+    hurried = hurry(
+        p1_graph, p2_graph, low, high, row, col,
+        Exits(ends, np.concatenate([none, exits.buzzer[0]]), np.concatenate([none, exits.buzzer[1]])), twin,
+        checked_in=(with_exit_payoffs(layer, exits.hurried_guarantees[0]), with_exit_payoffs(layer, exits.hurried_guarantees[1])),
+    )
+    solve_guarantees = (low, high)
+    row, col, low, high = hurried.row_strategy, hurried.col_strategy, hurried.p1_guarantee, hurried.p2_guarantee
+    total = 2.0 * layer.graph.unending_payoff
+    e = exits.scored
+    strict = scored_guarantees(
+        (scored(with_exit_payoffs(layer, e.p1_u0), 0.0), scored(with_exit_payoffs(layer, e.p1_u1), total)),
+        (scored(with_exit_payoffs(layer, e.p2_u0), 0.0), scored(with_exit_payoffs(layer, e.p2_u1), total)),
+        row, col, twin,
+    )
     residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
     terminal, unending, turns = _layer_outcomes(layer, p1_graph, row, col, exits)
     return LayerSolution(
-        row, col, low, high, middle, terminal, unending, turns, residual, int(bracket.rounds.sum()),
-        time.perf_counter() - clock,
+        row, col, low, high, middle, terminal, unending, turns, (hurried.p1_buzzer, hurried.p2_buzzer), strict,
+        hurried.fallback, solve_guarantees, residual, rounds, time.perf_counter() - clock,
     )
 
 
@@ -372,9 +421,8 @@ def _solve_chain_layer(layer: LayerGraph, exits: ExitFigures) -> LayerSolution:
     both = np.column_stack([p1_graph.terminal_payoff, np.concatenate([own, exits.p2_guarantee])])
     low, high = chain_values(p1_graph, ones, ones, both).T  # one solve, each side's exits paying its guarantee
     middle = np.clip(0.5 * (low + high), low, np.maximum(low, high))
-    residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
-    terminal, unending, turns = _layer_outcomes(layer, p1_graph, ones, ones, exits)
-    return LayerSolution(ones, ones, low, high, middle, terminal, unending, turns, residual, 0, time.perf_counter() - clock)
+    p2_graph = with_exit_payoffs(layer, exits.p2_guarantee)
+    return _hurried_solution(layer, exits, None, p1_graph, p2_graph, low, high, middle, ones, ones, 0, clock)
 
 
 def _layer_outcomes(
@@ -393,14 +441,18 @@ def _mirrored(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures, 
     """Whether P2's guarantees in `layer` are P1's at the twins: the game's own
     outcomes swap with their payoffs, the exits' guarantees mirror, and so do
     the strategies."""
+    return _exits_mirror(layer, mirror, exits) and mirrors_strategies(layer.graph, mirror, row, col)
+
+
+def _exits_mirror(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures) -> bool:
+    """Whether `layer` is its own seat-swapped twin, its outcomes and its exits'
+    guarantees too (their other figures are copied along with the guarantees)."""
     if mirror is None or exits.twin_p1_guarantee is None:
         return False
     total = 2.0 * layer.graph.unending_payoff
     if not payoffs_swap(layer.graph):
         return False
-    if np.any(np.abs(exits.p2_guarantee - (total - exits.twin_p1_guarantee)) > MIRROR_TOL):
-        return False
-    return mirrors_strategies(layer.graph, mirror, row, col)
+    return not np.any(np.abs(exits.p2_guarantee - (total - exits.twin_p1_guarantee)) > MIRROR_TOL)
 
 
 def solve_layers(
@@ -460,10 +512,13 @@ def _fill_from_boundary(game, figures: _SharedFigures, at: np.ndarray, codes: np
     index = boundary.index(codes)
     figures.p1_guarantee[at] = boundary.figures("p1_guarantee", index)
     figures.p2_guarantee[at] = boundary.figures("p2_guarantee", index)
+    figures.hurried_p1_guarantee[at], figures.hurried_p2_guarantee[at] = figures.p1_guarantee[at], figures.p2_guarantee[at]
     figures.middle[at] = boundary.figures("values", index)
     figures.terminal[at] = boundary.figures("terminal_probability", index)
     figures.unending[at] = boundary.figures("unending_probability", index)
     figures.ending_turns[at] = boundary.figures("ending_turns", index)
+    for name in PER_STATE_HURRY:
+        getattr(figures, name)[at] = boundary.figures(name, index)
     figures.finished[at] = True  # no actions: row and column counts stay 0
 
 
@@ -496,10 +551,14 @@ class _SharedFigures:
     def __init__(self, n: int, terminals: int) -> None:
         self.p1_guarantee = _shared((n,), np.float64)
         self.p2_guarantee = _shared((n,), np.float64)
+        self.hurried_p1_guarantee = _shared((n,), np.float64)
+        self.hurried_p2_guarantee = _shared((n,), np.float64)
         self.middle = _shared((n,), np.float64)
         self.terminal = _shared((n, terminals), np.float64)
         self.unending = _shared((n,), np.float64)
         self.ending_turns = _shared((n,), np.float64)
+        for name in PER_STATE_HURRY:
+            setattr(self, name, _shared((n,), np.int8 if name == "fallback" else np.float64))
         self.row_count = _shared((n,), np.int16)
         self.col_count = _shared((n,), np.int16)
         self.finished = _shared((n,), np.bool_)
@@ -544,10 +603,13 @@ def _solve_layer_at(number: int) -> _LayerDone:
         raise ValueError(f"layer of rank {layer.rank} exits to a state that is not finished")
     swapped = ctx.game.swap(layer.states) if hasattr(ctx.game, "swap") else None
     mirror = seat_mirror(with_exit_payoffs(lg, np.zeros(lg.exits.size)), swapped, check_payoffs=False)
+    x = lg.exits
     exits = ExitFigures(
-        f.p1_guarantee[lg.exits], f.p2_guarantee[lg.exits], f.middle[lg.exits],
-        np.column_stack([f.terminal[lg.exits], f.unending[lg.exits]]), f.ending_turns[lg.exits],
-        _twin_p1_guarantee(ctx, lg.exits) if mirror is not None else None,
+        f.p1_guarantee[x], f.p2_guarantee[x], f.middle[x], np.column_stack([f.terminal[x], f.unending[x]]),
+        f.ending_turns[x], (f.p1_buzzer[x], f.p2_buzzer[x]),
+        ScoredGuarantees(f.p1_guarantee_u0[x], f.p2_guarantee_u0[x], f.p1_guarantee_u1[x], f.p2_guarantee_u1[x]),
+        (f.hurried_p1_guarantee[x], f.hurried_p2_guarantee[x]),
+        _twin_p1_guarantee(ctx, x) if mirror is not None else None,
     )
     done = solve_layer(lg, mirror, exits)
     at = np.searchsorted(ctx.all_states, layer.states)
@@ -556,9 +618,14 @@ def _solve_layer_at(number: int) -> _LayerDone:
         os.path.join(ctx.spill, f"{number}.npz"), at=at, row_ptr=g.row_ptr, row_actions=g.row_actions,
         row=done.row_strategy, col_ptr=g.col_ptr, col_actions=g.col_actions, col=done.col_strategy,
     )
-    f.p1_guarantee[at], f.p2_guarantee[at], f.middle[at] = done.p1_guarantee, done.p2_guarantee, done.middle
+    f.p1_guarantee[at], f.p2_guarantee[at] = done.solve_guarantees
+    f.hurried_p1_guarantee[at], f.hurried_p2_guarantee[at], f.middle[at] = done.p1_guarantee, done.p2_guarantee, done.middle
     f.terminal[at], f.unending[at] = done.terminal_probability, done.unending_probability
     f.ending_turns[at] = done.ending_turns
+    f.p1_buzzer[at], f.p2_buzzer[at] = done.buzzer
+    s = done.scored
+    f.p1_guarantee_u0[at], f.p2_guarantee_u0[at], f.p1_guarantee_u1[at], f.p2_guarantee_u1[at] = s.p1_u0, s.p2_u0, s.p1_u1, s.p2_u1
+    f.fallback[at] = done.fallback
     f.row_count[at], f.col_count[at] = np.diff(g.row_ptr), np.diff(g.col_ptr)
     f.finished[at] = True
     return _LayerDone(int(at.size), done.bellman_residual, done.rounds, done.certify_seconds)
@@ -579,9 +646,17 @@ def _mirror_layer_at(number: int) -> _LayerDone:
         raise ValueError(f"layer of rank {layer.rank} mirrors a layer that is not finished")
     total = 2.0 * game.unending_payoff
     f.p1_guarantee[at], f.p2_guarantee[at] = total - f.p2_guarantee[twin], total - f.p1_guarantee[twin]
+    f.hurried_p1_guarantee[at] = total - f.hurried_p2_guarantee[twin]
+    f.hurried_p2_guarantee[at] = total - f.hurried_p1_guarantee[twin]
     f.middle[at] = total - f.middle[twin]
     f.terminal[at] = f.terminal[twin][:, np.asarray(game.terminal_swap)]
     f.unending[at], f.ending_turns[at] = f.unending[twin], f.ending_turns[twin]
+    f.p1_buzzer[at], f.p2_buzzer[at] = f.p2_buzzer[twin], f.p1_buzzer[twin]
+    # Endless play scored 0 at a state is scored 2u at its twin, seen from the other seat.
+    f.p1_guarantee_u0[at], f.p2_guarantee_u0[at] = total - f.p2_guarantee_u1[twin], total - f.p1_guarantee_u1[twin]
+    f.p1_guarantee_u1[at], f.p2_guarantee_u1[at] = total - f.p2_guarantee_u0[twin], total - f.p1_guarantee_u0[twin]
+    fell = f.fallback[twin]
+    f.fallback[at] = ((fell & 1) << 1) | ((fell & 2) >> 1)
     f.row_count[at], f.col_count[at] = f.col_count[twin], f.row_count[twin]
     local = np.searchsorted(source.states, swapped)
     with np.load(os.path.join(ctx.spill, f"{layer.twin_of}.npz")) as piece:
@@ -666,9 +741,10 @@ def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int
         out[name] = _mapped(os.path.join(spill, f"out-{name}.npy"), a)
         return out[name]
 
-    for name, field in (("middle", "middle"), ("p1_guarantee", "p1_guarantee"), ("p2_guarantee", "p2_guarantee"),
+    del figures.p1_guarantee, figures.p2_guarantee  # the value solve's: the reported strategies' are kept
+    for name, field in (("middle", "middle"), ("p1_guarantee", "hurried_p1_guarantee"), ("p2_guarantee", "hurried_p2_guarantee"),
                         ("terminal_probability", "terminal"), ("unending_probability", "unending"),
-                        ("ending_turns", "ending_turns")):
+                        ("ending_turns", "ending_turns"), *((name, name) for name in PER_STATE_HURRY)):
         keep(name, getattr(figures, field))
         delattr(figures, field)  # the shared memory goes with its last reference
     for side in ("row", "col"):

@@ -24,16 +24,49 @@ class StateAnswer:
     cols: tuple[str, ...]
     matrix: tuple[tuple[float, ...], ...]
     exploitability: float
+    strict_exploitability: float  # endless play scored as a loss for the strategy's owner
+    unending_dependence: float  # above STANDOFF_DEPENDENCE: a standoff
     p1_guarantee: float
     p2_guarantee: float
 
+
+def strict_exploitability(p1_u0, p2_u0, p1_u1, p2_u1) -> np.ndarray:
+    """Per state, the most a side can lose to an exact best response when endless
+    play counts as its own loss (an upper bound: the width of the bracket of
+    the game so scored, between both sides' guarantees in it)."""
+    return np.maximum(np.maximum(np.subtract(p2_u0, p1_u0), np.subtract(p2_u1, p1_u1)), 0.0)
+
+
+def unending_dependence(values, p2_u0, p1_u1) -> np.ndarray:
+    """Per state, a certified lower bound on how far the value moves when endless
+    play is scored as a loss for one side instead of the unending payoff."""
+    return np.maximum(np.maximum(np.subtract(values, p2_u0), np.subtract(p1_u1, values)), 0.0)
+
+
+# Per-state figures of hurried play (see `hurry`).
+PER_STATE_HURRY = (
+    "p1_buzzer", "p2_buzzer", "p1_guarantee_u0", "p2_guarantee_u0", "p1_guarantee_u1", "p2_guarantee_u1", "fallback",
+)
 
 # Per-state (or per-action) arrays: what the cache stores, in this order.
 ARRAY_FIELDS = (
     "states", "row_ptr", "row_actions", "col_ptr", "col_actions", "values", "row_strategy",
     "col_strategy", "terminal_probability", "unending_probability", "ending_turns", "p1_guarantee",
-    "p2_guarantee", "terminal_payoff",
+    "p2_guarantee", "terminal_payoff", *PER_STATE_HURRY,
 )
+
+
+STANDOFF_DEPENDENCE = 1e-9
+"""A state whose value moves by more than this when endless play is scored as a loss is a standoff."""
+
+
+@dataclass(frozen=True)
+class HurryFigures:
+    """Hurried play over a whole table: its stricter certificate, and where it could not be used."""
+
+    max_strict_exploitability: float  # endless play scored as a loss for the strategy's owner
+    fallback_states: int  # states where a side keeps the value solve's strategy
+    standoff_states: int  # states whose value depends on how endless play is scored
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,6 +92,13 @@ class SolveResult:
     p1_guarantee: np.ndarray
     p2_guarantee: np.ndarray
     terminal_payoff: np.ndarray
+    p1_buzzer: np.ndarray  # P(P1's strategy ends the game before a buzzer of `hurry.BUZZER` a turn, P2 stalling)
+    p2_buzzer: np.ndarray
+    p1_guarantee_u0: np.ndarray  # each side's guarantee with endless play scored 0 (P1's loss) ...
+    p2_guarantee_u0: np.ndarray
+    p1_guarantee_u1: np.ndarray  # ... and 2u (P2's loss): see `hurry.ScoredGuarantees`
+    p2_guarantee_u1: np.ndarray
+    fallback: np.ndarray  # int8: 1 where P1 plays the value solve's strategy, not a hurried one; 2 P2; 3 both
     terminal_labels: tuple[str, ...]
     action_labels: tuple[str, ...]
     unending_payoff: float
@@ -68,6 +108,7 @@ class SolveResult:
     graph: GameGraph | None = None
     whole_states: int | None = None  # set when this holds only part of a stored table ...
     whole_max_exploitability: float | None = None  # ... with that table's figures
+    whole_hurry: HurryFigures | None = None
 
     @property
     def table_states(self) -> int:
@@ -93,6 +134,47 @@ class SolveResult:
     @property
     def max_exploitability(self) -> float:
         return float(self.exploitability.max(initial=0.0))
+
+    @property
+    def strict_exploitability(self) -> np.ndarray:
+        """Per state: the most a side loses to an exact best response when endless
+        play counts as that side's loss (at most; see `hurry.strict_exploitability`)."""
+        return strict_exploitability(self.p1_guarantee_u0, self.p2_guarantee_u0, self.p1_guarantee_u1, self.p2_guarantee_u1)
+
+    @property
+    def unending_dependence(self) -> np.ndarray:
+        """Per state: at least how far the value moves when endless play is scored as
+        a loss for one side; above 1e-9 the state is a standoff (play may never end)."""
+        return unending_dependence(self.values, self.p2_guarantee_u0, self.p1_guarantee_u1)
+
+    def unending_dependence_at(self, index: np.ndarray) -> np.ndarray:
+        """`unending_dependence` of the states at `index` only (a table may be far larger than memory)."""
+        index = np.asarray(index, np.int64)
+        return unending_dependence(self.values[index], self.p2_guarantee_u0[index], self.p1_guarantee_u1[index])
+
+    @property
+    def fallback_states(self) -> int:
+        """States where a side plays the value solve's strategy, its hurried one having failed."""
+        return int(np.count_nonzero(self.fallback))
+
+    def hurry_figures(self, chunk: int = 1 << 22) -> HurryFigures:
+        """`HurryFigures` of the states held, in chunks (the arrays may be memory-mapped)."""
+        strict, fallback, standoff = 0.0, 0, 0
+        for lo in range(0, self.num_states, chunk):
+            part = slice(lo, min(self.num_states, lo + chunk))
+            strict = max(strict, float(strict_exploitability(
+                self.p1_guarantee_u0[part], self.p2_guarantee_u0[part], self.p1_guarantee_u1[part],
+                self.p2_guarantee_u1[part],
+            ).max(initial=0.0)))
+            fallback += int(np.count_nonzero(self.fallback[part]))
+            dependence = unending_dependence(self.values[part], self.p2_guarantee_u0[part], self.p1_guarantee_u1[part])
+            standoff += int(np.count_nonzero(dependence > STANDOFF_DEPENDENCE))
+        return HurryFigures(strict, fallback, standoff)
+
+    @property
+    def table_hurry_figures(self) -> HurryFigures:
+        """`HurryFigures` of the whole solved table (this result may hold a part of it)."""
+        return self.hurry_figures() if self.whole_hurry is None else self.whole_hurry
 
     def expected_length(self, i: int) -> float:
         """Expected turns until the end from state index `i`, given that the
@@ -144,6 +226,10 @@ class SolveResult:
             cols=cols,
             matrix=tuple(tuple(float(v) for v in row) for row in matrix),
             exploitability=float(self.exploitability[i]),
+            strict_exploitability=float(strict_exploitability(
+                self.p1_guarantee_u0[i], self.p2_guarantee_u0[i], self.p1_guarantee_u1[i], self.p2_guarantee_u1[i],
+            )),
+            unending_dependence=float(self.unending_dependence_at(np.array([i]))[0]),
             p1_guarantee=float(self.p1_guarantee[i]),
             p2_guarantee=float(self.p2_guarantee[i]),
         )

@@ -15,6 +15,7 @@ from .bracketing import bracket_values, mirrors_strategies, seat_mirror
 from .certify import bellman_residual, best_response_values, outcomes_and_ending_turns
 from .components import strongly_connected_components
 from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
+from .hurry import Exits, hurry, scored, scored_guarantees
 from .layered import Layer, enumerate_by_rank, solve_layers
 from .protocol import StochasticGame
 from .result import SolveResult
@@ -219,6 +220,13 @@ def _solve_layers(
         ending_turns=solution.ending_turns,
         p1_guarantee=solution.p1_guarantee,
         p2_guarantee=solution.p2_guarantee,
+        p1_buzzer=solution.p1_buzzer,
+        p2_buzzer=solution.p2_buzzer,
+        p1_guarantee_u0=solution.p1_guarantee_u0,
+        p2_guarantee_u0=solution.p2_guarantee_u0,
+        p1_guarantee_u1=solution.p1_guarantee_u1,
+        p2_guarantee_u1=solution.p2_guarantee_u1,
+        fallback=solution.fallback,
         **_outcome_labels(game),
         bellman_residual=solution.bellman_residual,
         method=FOLDED_METHOD if any(layer.twin_of is not None for layer in layers) else LAYERED_METHOD,
@@ -247,9 +255,18 @@ def _solve_graph(graph: GameGraph, game: StochasticGame, timings: dict[str, floa
     else:
         upper = best_response_values(graph, 1, col)
     values = np.clip(0.5 * (bracket.lower + bracket.upper), lower, np.maximum(lower, upper))
+    timings["certify"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    hurried = hurry(graph, graph, lower, upper, row, col, Exits.none(graph.terminal_payoff.shape[0]), mirror)
+    row, col = hurried.row_strategy, hurried.col_strategy
+    lower, upper = hurried.p1_guarantee, hurried.p2_guarantee
+    total = 2.0 * graph.unending_payoff
+    games = (scored(graph, 0.0), scored(graph, total))
+    strict = scored_guarantees(games, games, row, col, mirror)
     residual = bellman_residual(graph, values)
     terminal, unending, turns = outcomes_and_ending_turns(graph, row, col, terminal_turns=np.zeros(len(graph.terminal_payoff)))
-    timings["certify"] = time.perf_counter() - clock
+    timings["hurry"] = time.perf_counter() - clock
 
     return SolveResult(
         states=graph.states,
@@ -265,6 +282,13 @@ def _solve_graph(graph: GameGraph, game: StochasticGame, timings: dict[str, floa
         ending_turns=turns,
         p1_guarantee=lower,
         p2_guarantee=upper,
+        p1_buzzer=hurried.p1_buzzer,
+        p2_buzzer=hurried.p2_buzzer,
+        p1_guarantee_u0=strict.p1_u0,
+        p2_guarantee_u0=strict.p2_u0,
+        p1_guarantee_u1=strict.p1_u1,
+        p2_guarantee_u1=strict.p2_u1,
+        fallback=hurried.fallback,
         **_outcome_labels(graph),
         bellman_residual=float(residual.max(initial=0.0)),
         method=METHOD,

@@ -12,7 +12,6 @@ import numpy as np
 
 from rules.charge_spark.game import ChargeSparkGame
 
-from .certify import length_distribution
 from .graph import GameGraph, build_graph, distinct_sorted, expansion_of, graph_of
 from .result import SolveResult
 from .tables import SolvedTable
@@ -211,6 +210,9 @@ def summarise_from(
     outcomes[UNENDING] = float(result.unending_probability[i])
     pmf = np.zeros(0)
     if max_turns > 0:
+        # Imported here: it loads the compiler, which following play over a small stored table does without.
+        from .certify import length_distribution
+
         play = play or play_from(game, result, start)
         ones = play.strategy
         pmf = length_distribution(play.graph, ones, ones, play.start, max_turns)

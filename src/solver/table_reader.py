@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .cache import BLOCK_BYTES, DamagedTableError, _inconsistency, block_digest, checked_header, result_from
-from .result import ARRAY_FIELDS, SolveResult
+from .result import ARRAY_FIELDS, PER_STATE_HURRY, HurryFigures, SolveResult
 
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local file header
 
@@ -147,7 +147,7 @@ class TableReader:
             name: np.concatenate([self.take(name, i, i + 1) for i in index]) if index.size else self.take(name, 0, 0)
             for name in (
                 "states", "values", "terminal_probability", "unending_probability", "ending_turns", "p1_guarantee",
-                "p2_guarantee",
+                "p2_guarantee", *PER_STATE_HURRY,
             )
         }
         sides = {}
@@ -164,4 +164,8 @@ class TableReader:
             self.path, {**per_state, **sides, "terminal_payoff": terminal_payoff}, self.header,
             whole_states=int(whole.get("states", self.num_states)),
             whole_max_exploitability=float(whole.get("max_exploitability", float("nan"))),
+            whole_hurry=HurryFigures(
+                float(whole.get("max_strict_exploitability", float("nan"))), int(whole.get("fallback_states", -1)),
+                int(whole.get("standoff_states", -1)),
+            ),
         )

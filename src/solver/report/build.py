@@ -41,6 +41,9 @@ from ..analysis.sensitivity import Skipped, Variant, VariantSummary, sensitivity
 from ..analysis.skill_gap import (
     PolicyResult, greedy_policy, play_mirrors, solves_per_policy, table_skill_gap, uniform_policy,
 )
+from ..analysis.stalls import (
+    LengthAndStalls, Stall, length_and_stalls_entry, play_key, stall_chain, stalls, summary_length_figures,
+)
 from ..analysis.usage import CardUsage, table_card_usage
 from . import entries
 from .solves import SolvePlan, further_solves, kept_restricted, kept_variants, plan_solves
@@ -82,6 +85,8 @@ class Report:
     pending: dict[str, str] = field(default_factory=dict)
     """Sections still being computed (a report written while it runs), each
     with how far it has got; empty in a finished report."""
+    stalls: list[tuple[str, Stall]] = field(default_factory=list)
+    """Where play from the start stalls (position in notation, stall), largest share first."""
 
     @property
     def left_out(self) -> tuple[str, ...]:
@@ -206,7 +211,7 @@ class _Known:
         return list(kept_variants(self.variants or [], self.parts.results).items())
 
     def report(self) -> Report:
-        summary, start, states, exploitability = self.headline
+        summary, start, states, exploitability, stalled = self.headline
         parts = self.parts
         restricted = self.restricted if self.restricted is not None else self._restricted_so_far()
         solved = self.solved if self.solved is not None else self._variants_so_far()
@@ -216,7 +221,7 @@ class _Known:
             restricted=restricted, draws=self.draws or [], variants=solved, skipped=list(self.skipped),
             positions=self.positions or [], skill=self.skill or [], seconds=dict(parts.seconds),
             table_reused=parts.table_reused, sections=self.sections, cached=set(parts.from_cache),
-            pending=self.pending(),
+            pending=self.pending(), stalls=stalled,
         )
 
 
@@ -269,9 +274,14 @@ class _Parts:
         table, and with `play` the chain of play) is had and timed first, on its own."""
         entry = self.results.get(f"report:{name}")
         if entry is not None:
-            self.seconds[name] = entry["seconds"]
-            self.from_cache.add(name)
-            return from_entry(entry["data"])
+            try:
+                value = from_entry(entry["data"])
+            except (KeyError, TypeError, ValueError):
+                pass  # kept before the part gained a field: computed again
+            else:
+                self.seconds[name] = entry["seconds"]
+                self.from_cache.add(name)
+                return value
         self._load()
         if play:
             self._visits_of_play()  # built (and timed) here, not within the first part that needs it
@@ -332,10 +342,15 @@ class _Parts:
         self._table = self._play = self._chain = self._visits = None
 
     def headline(self):
-        result = self.table.result
+        """The start's summary and answer, the table's size and largest exploitability, and where play stalls."""
+        result, start = self.table.result, self.table.start
         summary = self._summary()
-        return (summary, result.answer(self.table.start, self.game), result.num_states,
-                _max_exploitability(result))
+        found = stalls(stall_chain(self.play, result, self.chain))
+        # What a query of the start would otherwise follow play through the whole table again for.
+        lasting = LengthAndStalls(summary_length_figures(summary), tuple(found), int(self.play.states.size))
+        self.results.put_all({play_key(start): length_and_stalls_entry(lasting)})
+        stalled = [(format_position(self.game.decode(s.position), self.rules), s) for s in found]
+        return (summary, result.answer(start, self.game), result.num_states, _max_exploitability(result), stalled)
 
     def usage(self) -> CardUsage:
         return table_card_usage(self.game, self.table.result, self.play, self.chain)
@@ -378,14 +393,14 @@ class _Parts:
 
 
 def _headline_entry(headline) -> dict:
-    summary, start, states, exploitability = headline
+    summary, start, states, exploitability, stalled = headline
     return {"summary": entries.summary_entry(summary), "start": entries.answer_entry(start), "states": states,
-            "exploitability": exploitability}
+            "exploitability": exploitability, "stalls": entries.stalls_entry(stalled)}
 
 
 def _headline_from(entry: dict):
     return (entries.summary_from_entry(entry["summary"]), entries.answer_from(entry["start"]), entry["states"],
-            entry["exploitability"])
+            entry["exploitability"], entries.stalls_from(entry["stalls"]))
 
 
 def _max_exploitability(result, chunk: int = 1 << 22) -> float:

@@ -12,6 +12,7 @@ from ..analysis.draws import DrawValue
 from ..analysis.policy_play import PlayFigures
 from ..analysis.positions import AnnotatedPosition
 from ..analysis.sensitivity import VariantSummary
+from ..analysis.stalls import Stall
 from ..analysis.usage import CardStatus, CardUsage
 from ..result import StateAnswer
 from ..summary import StartSummary
@@ -36,6 +37,14 @@ def summary_entry(summary: StartSummary) -> dict:
 def summary_from_entry(entry: dict) -> StartSummary:
     return StartSummary(entry["value"], dict(entry["outcomes"]), entry["expected_length"],
                         np.array(entry["length_pmf"], np.float64))
+
+
+def stalls_entry(stalls: list[tuple[str, Stall]]) -> list[dict]:
+    return [{"text": text, **asdict(stall)} for text, stall in stalls]
+
+
+def stalls_from(entry: list[dict]) -> list[tuple[str, Stall]]:
+    return [(e["text"], Stall(**{k: v for k, v in e.items() if k != "text"})) for e in entry]
 
 
 def usage_entry(usage: CardUsage) -> dict:

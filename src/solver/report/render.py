@@ -12,7 +12,10 @@ from pathlib import Path
 import numpy as np
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
+from ..analysis.sensitivity import VariantSummary
+from ..analysis.stalls import EPSILON_PROBABILITY, MIN_SHARE, median_length, mean_length, summary_length_figures
 from ..analysis.usage import CardStatus
+from ..summary import StartSummary
 from . import charts
 from .build import FINDINGS_CARD, GREEDY, STILL_TO_COME, UNIFORM, Report, findings_variant
 
@@ -43,6 +46,17 @@ def num(x: float, digits: int = 4) -> str:
     return "n/a" if x is None or not math.isfinite(x) else f"{x:,.{digits}f}"
 
 
+def probability(p: float | None) -> str:
+    """A probability that may be far below a percent (a strategy's smallest weight)."""
+    return "n/a" if p is None or not math.isfinite(p) else f"{p:.4f}" if p >= 1e-3 else f"{p:.1e}"
+
+
+def mean_turns(summary: StartSummary | VariantSummary) -> str:
+    """The mean length of a summary's games, or that it has none (some games never end)."""
+    mean = mean_length(summary.expected_length, summary.outcomes["unending"])
+    return "no finite mean (some games never end)" if mean is None else f"{mean:,.1f}"
+
+
 def turns(x: float) -> str:
     return "never ends" if not math.isfinite(x) else f"{x:,.1f}"
 
@@ -51,8 +65,8 @@ def median_turn(pmf) -> str:
     """The turn by which half of all games have ended ("n/a" without a distribution)."""
     if len(pmf) == 0:
         return "n/a"
-    reached = np.nonzero(np.cumsum(pmf) >= 0.5)[0]
-    return str(int(reached[0]) + 1) if reached.size else f"over {len(pmf)}"
+    median = median_length(np.asarray(pmf))
+    return str(median) if median is not None else f"over {len(pmf)}"
 
 
 def _environment() -> Environment:
@@ -60,7 +74,8 @@ def _environment() -> Environment:
         loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"], default=True),
         undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     )
-    env.filters.update(pct=pct, num=num, turns=turns, signed_pp=signed_pp)
+    env.filters.update(pct=pct, num=num, turns=turns, signed_pp=signed_pp, probability=probability,
+                       mean_turns=mean_turns)
     return env
 
 
@@ -68,6 +83,7 @@ def render_report(report: Report) -> str:
     """The whole page."""
     return _environment().get_template("report.html.j2").render(
         r=report, charts=report_charts(report), findings=findings(report), median=median_turn,
+        length=summary_length_figures(report.summary), min_share=MIN_SHARE, epsilon=EPSILON_PROBABILITY,
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), CardStatus=CardStatus,
         UNIFORM=UNIFORM, GREEDY=GREEDY, turns_shown=TURNS_SHOWN, pending_titles=PENDING_TITLES,
         STILL_TO_COME=STILL_TO_COME,

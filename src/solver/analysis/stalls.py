@@ -1,0 +1,421 @@
+"""Where the game stalls, and how long it lasts, from one position under a
+solved table's strategies.
+
+A stall is a loop of the chain of play (a strongly connected component of
+more than one state, or of one state that can follow itself) in which games
+spend at least a given share of their expected length. Expected visits are
+exact: the chain (up to ~15 million states from the printed rules' start) is
+split into components by scipy, and the visits are solved component by
+component in topological order, all components whose predecessors are done
+at once (Kahn's algorithm over the components), the loops among them in one
+sparse solve: no per-state Python loop.
+
+`length_and_stalls_at` answers a query. From a stored table the walk through
+play can take minutes, so what it finds there is kept in the results cache,
+as are the start's figures when its table is solved (`keep_length_and_stalls`)
+or reported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from scipy.sparse.linalg import bicgstab, spsolve
+
+from rules.charge_spark.config import RuleSet, fingerprint
+from rules.charge_spark.game import ChargeSparkGame
+
+from ..graph import GameGraph
+from ..result import STANDOFF_DEPENDENCE, SolveResult
+from ..summary import LENGTH_TURNS, UNENDING, Play, StartSummary, length_beyond, play_from
+from ..tables import cached_table
+from .chain import PlayChain, chain_of_play, play_chain
+from .results_cache import ResultsCache
+
+MIN_SHARE = 0.01
+"""A loop is a stall when games spend at least this share of their expected length in it."""
+EPSILON_PROBABILITY = 1e-3
+ROUNDING_WEIGHT = 1e-14
+"""Strategy weights at or below this are the stage LPs' rounding (seen down to 1e-39), not play:
+the epsilon-optimal mixing that closes a loop is of the order of the solve's nudge, 1e-11 and up."""
+"""A loop where some strategy plays a card with a probability below this may be an artefact
+of which (near-)optimal strategies were picked rather than a reason to keep playing."""
+UNENDING_TOLERANCE = 1e-12
+"""P(the game never ends) at or below this is rounding: the mean length is finite."""
+
+STANDOFF = "standoff"
+"""Play may never leave: the loop is closed, or the value there depends on how endless play is scored."""
+EPSILON_OPTIMAL = "epsilon-optimal"
+"""Some strategy in the loop plays a card with a probability below `EPSILON_PROBABILITY`."""
+LOOP = "loop"
+"""An ordinary loop of optimal play."""
+
+KEPT_STATES = 1_000_000
+"""Play from a position of a stored table that reaches at least this many states
+(the printed rules' start: ~15 million, minutes) is followed once: what it gives
+is kept in the results cache, and later queries read it there."""
+DIRECT_STATES = 2_000
+"""Loops of a frontier with at most this many states in all are solved directly, larger ones iteratively."""
+SOLVE_TOLERANCE = 1e-12
+"""Relative residual of an iterative solve of expected visits."""
+ITERATIONS = 300
+"""BiCGSTAB steps before a large system is solved directly after all (a loop play almost never leaves)."""
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A loop of play that holds a sizeable share of the expected game length."""
+
+    position: int
+    """Code of the loop's state with the most expected visits (of a closed loop: where play enters it most)."""
+    share: float
+    """Expected turns spent in the loop / expected turns in all (of the turns outside closed loops, where
+    play enters one). 1.0 for a closed loop that play enters: it never ends."""
+    exit_probability: float
+    """Per turn in the loop: expected entries into it / expected turns in it. 0 for a closed loop."""
+    min_probability: float
+    """The smallest positive probability either side's strategy plays at any of the loop's states."""
+    kind: str
+    """`STANDOFF`, `EPSILON_OPTIMAL` or `LOOP`."""
+    states: int
+
+    @property
+    def never_ends(self) -> bool:
+        """A closed loop: play that enters it never leaves."""
+        return self.exit_probability == 0.0
+
+
+@dataclass(frozen=True)
+class LengthFigures:
+    """How long a game lasts from a position, in turns (this one included)."""
+
+    mean: float | None
+    """None when the game may never end (P(unending) > 0)."""
+    median: int | None
+    """The first turn by which half of all games have ended; None if not within the distribution's turns."""
+    p_beyond_200: float | None
+    """P(the game lasts longer than the distribution's turns, `LENGTH_TURNS`), unending play included;
+    None where the distribution is not known."""
+
+
+@dataclass(frozen=True)
+class LengthAndStalls:
+    length: LengthFigures
+    stalls: tuple[Stall, ...]
+    states: int
+    """States play reaches from the position."""
+
+
+@dataclass(frozen=True, eq=False)
+class StallChain:
+    """A chain of play as `stalls` reads it, over any graph."""
+
+    transition: sp.csr_matrix
+    """transition[s, s']: the probability of moving from s to s' in one turn."""
+    ending: np.ndarray
+    """Per state: the probability that the game ends this turn."""
+    start: int
+    codes: np.ndarray
+    """Each state's code."""
+    min_probability: np.ndarray
+    """Per state: the smallest positive probability either side's strategy plays there."""
+    unending_dependence: np.ndarray
+    """Per state: at least how far the value moves when endless play is scored as a loss for one side."""
+
+
+def stall_chain(play: Play, result: SolveResult, chain: PlayChain | None = None) -> StallChain:
+    """The chain of `play` (from `play_from` of `result`); `chain`: its `chain_of_play`, if built."""
+    chain = chain if chain is not None else chain_of_play(play.graph)
+    return StallChain(chain.transition, chain.ending.sum(axis=1), int(play.start), np.asarray(play.states),
+                      smallest_probabilities(result, play.index), unending_dependence(result, play.index))
+
+
+def table_stall_chain(graph: GameGraph, result: SolveResult, start: int) -> StallChain:
+    """The chain of play over every state of `graph` (the whole graph of `result`'s
+    states) under `result`'s strategies, from the state coded `start`."""
+    chain = play_chain(graph, np.asarray(result.row_strategy), np.asarray(result.col_strategy))
+    index = np.arange(result.num_states)
+    return StallChain(chain.transition, chain.ending.sum(axis=1), result.index_of(start), np.asarray(result.states),
+                      smallest_probabilities(result, index), unending_dependence(result, index))
+
+
+def smallest_probabilities(result: SolveResult, index: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
+    """Per state at `index` (into the table): the smallest positive probability
+    either side's strategy plays there (1.0 where neither has a strategy). In
+    chunks: the table may be memory-mapped and larger than memory."""
+    index = np.asarray(index, np.int64)
+    out = np.empty(index.size)
+    for lo in range(0, index.size, chunk):
+        part = index[lo : lo + chunk]
+        out[lo : lo + chunk] = np.minimum(_smallest_positive(result.row_ptr, result.row_strategy, part),
+                                          _smallest_positive(result.col_ptr, result.col_strategy, part))
+    return out
+
+
+def _smallest_positive(ptr: np.ndarray, weights: np.ndarray, index: np.ndarray) -> np.ndarray:
+    lo, hi = np.asarray(ptr[index], np.int64), np.asarray(ptr[index + 1], np.int64)
+    counts = hi - lo
+    w = np.asarray(weights[_ranges(lo, counts)], np.float64)
+    w = np.where(w > ROUNDING_WEIGHT, w, np.inf)
+    smallest = np.full(index.size, np.inf)
+    some = counts > 0
+    if w.size:
+        smallest[some] = np.minimum.reduceat(w, (np.cumsum(counts) - counts)[some])
+    return np.where(np.isfinite(smallest), smallest, 1.0)
+
+
+def unending_dependence(result: SolveResult, index: np.ndarray) -> np.ndarray:
+    """`result.unending_dependence` at `index`; zeros for a table that does not hold it."""
+    if not hasattr(result, "unending_dependence_at"):
+        return np.zeros(np.asarray(index).size)
+    return np.asarray(result.unending_dependence_at(index), np.float64)
+
+
+def stalls(chain: StallChain, min_share: float = MIN_SHARE) -> list[Stall]:
+    """Every loop of `chain` that play from its start enters and that holds at
+    least `min_share` of the expected length (every closed loop play enters),
+    largest share first."""
+    q = _positive(chain.transition)
+    count, labels = connected_components(q, directed=True, connection="strong")
+    labels = labels.astype(np.int64)
+    visits = _ComponentVisits(q, np.asarray(chain.ending, np.float64), int(chain.start), labels, count)
+    v, entered = visits.states, visits.entries
+    size = np.bincount(labels, minlength=count)
+    loops = (size > 1) | visits.looped
+    per_loop = np.bincount(labels, weights=v, minlength=count)
+    closed = visits.closed & (entered > 0)
+    total = float(v.sum())
+    share = np.where(closed, 1.0, per_loop / total if total > 0 else 0.0)
+    listed = np.flatnonzero(loops & (entered > 0) & (closed | (share >= min_share)))
+    if listed.size == 0:
+        return []
+    members = np.flatnonzero(np.isin(labels, listed))
+    # Within each loop, the most visited state first (for a closed loop, where play enters it most).
+    score = np.where(visits.closed[labels[members]], visits.inflow[members], v[members])
+    members = members[np.lexsort((-score, labels[members]))]
+    first = np.flatnonzero(np.r_[True, labels[members][1:] != labels[members][:-1]])
+    loop = labels[members[first]]
+    smallest = np.minimum.reduceat(np.asarray(chain.min_probability, np.float64)[members], first)
+    dependence = np.maximum.reduceat(np.asarray(chain.unending_dependence, np.float64)[members], first)
+    found = []
+    for k, c in enumerate(loop):
+        standoff = bool(closed[c]) or dependence[k] > STANDOFF_DEPENDENCE
+        kind = STANDOFF if standoff else EPSILON_OPTIMAL if smallest[k] < EPSILON_PROBABILITY else LOOP
+        exit_probability = 0.0 if closed[c] else float(entered[c] / per_loop[c])
+        found.append(Stall(int(chain.codes[members[first[k]]]), float(share[c]), exit_probability,
+                           float(smallest[k]), kind, int(size[c])))
+    return sorted(found, key=lambda s: (-s.share, s.position))
+
+
+def _positive(transition: sp.spmatrix) -> sp.csr_matrix:
+    """`transition` as CSR with its zero entries dropped (a copy only if it holds any)."""
+    q = sp.csr_matrix(transition)
+    if np.any(q.data <= 0):
+        q = q.copy()
+        q.data[q.data < 0] = 0.0
+        q.eliminate_zeros()
+    return q
+
+
+class _ComponentVisits:
+    """Expected visits of each state from `start` (solving (I - Q)^T v = e_start),
+    component by component: `states` (0 in closed components, where they are
+    infinite once entered), `entries` of each component (expected times play
+    comes into it, the start included), `inflow` of each state (entries there),
+    which components are `closed` (a loop play never leaves) and `looped`
+    (a state that can follow itself)."""
+
+    def __init__(self, q: sp.csr_matrix, ending: np.ndarray, start: int, labels: np.ndarray, count: int) -> None:
+        n = q.shape[0]
+        degree = np.diff(q.indptr)
+        rows = np.repeat(np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), degree)  # half the memory
+        within = labels[rows] == labels[q.indices]
+        self.looped = np.zeros(count, bool)
+        self.looped[labels[rows[rows == q.indices]]] = True
+        leaves = np.zeros(count, bool)
+        leaves[labels[rows[~within]]] = True
+        leaves[labels[ending > 0]] = True
+        size = np.bincount(labels, minlength=count)
+        self.closed = ((size > 1) | self.looped) & ~leaves
+        waiting = np.bincount(labels[q.indices[~within]], minlength=count)  # edges from components not done yet
+        del rows
+        members = np.argsort(labels, kind="stable")
+        first_member = np.cumsum(size) - size
+        local = np.full(n, -1, np.int64)
+        self.inflow = np.zeros(n)
+        self.inflow[start] = 1.0
+        self.states = np.zeros(n)
+        self.entries = np.zeros(count)
+        frontier = np.flatnonzero(waiting == 0)
+        while frontier.size:
+            states = members[_ranges(first_member[frontier], size[frontier])]
+            comp = labels[states]
+            b = self.inflow[states]
+            self.entries[frontier] = np.bincount(np.repeat(np.arange(frontier.size), size[frontier]), weights=b,
+                                                 minlength=frontier.size)
+            x = np.where(self.closed[comp], 0.0, b)
+            loop = (size[comp] > 1) | self.looped[comp]
+            solve = np.flatnonzero(loop & ~self.closed[comp])
+            edges = _ranges(q.indptr[states], degree[states])
+            source = np.repeat(np.arange(states.size), degree[states])
+            if solve.size:
+                x[solve] = self._loop_visits(q, states, solve, edges, source, within, b, local)
+            self.states[states] = x
+            out = ~within[edges]
+            target, flow = q.indices[edges[out]], q.data[edges[out]] * x[source[out]]
+            targets, where = np.unique(target, return_inverse=True)
+            self.inflow[targets] += np.bincount(where, weights=flow, minlength=targets.size)
+            reached, arrivals = np.unique(labels[target], return_counts=True)
+            waiting[reached] -= arrivals
+            frontier = reached[waiting[reached] == 0]
+
+    @staticmethod
+    def _loop_visits(q, states, solve, edges, source, within, b, local) -> np.ndarray:
+        """Visits of `states[solve]` (whole loops, none closed): (I - M^T) x = b
+        over the edges within their components, every loop of this frontier in
+        one solve (no edge joins two of them)."""
+        local[states[solve]] = np.arange(solve.size)
+        inside = within[edges] & (local[states[source]] >= 0)
+        i = local[states[source[inside]]]
+        j = local[q.indices[edges[inside]]]
+        m = sp.csr_matrix((q.data[edges[inside]], (j, i)), shape=(solve.size, solve.size))
+        x = _solve(sp.identity(solve.size, format="csr") - m, b[solve])
+        local[states[solve]] = -1
+        return x
+
+
+def _solve(a: sp.csr_matrix, b: np.ndarray) -> np.ndarray:
+    """x with a x = b: a direct solve of a small system; of a large one (where
+    LU fill-in grows fast) BiCGSTAB, Jacobi-preconditioned, checked by its
+    residual, and the direct solve only where that does not converge soon."""
+    if a.shape[0] > DIRECT_STATES:
+        inverse = sp.diags(1.0 / a.diagonal())
+        x, info = bicgstab(a, b, x0=inverse @ b, rtol=SOLVE_TOLERANCE, atol=0.0, M=inverse, maxiter=ITERATIONS)
+        if info == 0 and np.linalg.norm(b - a @ x) <= 10 * SOLVE_TOLERANCE * np.linalg.norm(b):
+            return x
+    return np.atleast_1d(spsolve(a.tocsc(), b))
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The indices starts[k] .. starts[k] + counts[k] - 1 for every k, joined."""
+    starts, counts = np.asarray(starts, np.int64), np.asarray(counts, np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offsets = np.cumsum(counts) - counts
+    return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)
+
+
+def length_pmf(chain: StallChain, turns: int = LENGTH_TURNS) -> np.ndarray:
+    """pmf[t - 1] = P(the game ends at turn t), t = 1..`turns`: the state
+    probabilities propagated turn by turn (exact, as `certify.length_distribution`)."""
+    mass = np.zeros(chain.transition.shape[0])
+    mass[chain.start] = 1.0
+    backward = chain.transition.T  # a view: a copy would double the chain's memory
+    pmf = np.zeros(turns)
+    for t in range(turns):
+        if not mass.any():
+            break
+        pmf[t] = float(mass @ chain.ending)
+        mass = backward @ mass
+    return pmf
+
+
+def median_length(pmf: np.ndarray) -> int | None:
+    """The first turn by which half of all games have ended; None if not within `pmf`'s turns."""
+    reached = np.flatnonzero(np.cumsum(pmf) >= 0.5)
+    return int(reached[0]) + 1 if reached.size else None
+
+
+def mean_length(expected_length: float, unending: float) -> float | None:
+    """The mean length: `expected_length` (given that the game ends) where the
+    game surely ends; None where it may never end."""
+    return expected_length if unending <= UNENDING_TOLERANCE and math.isfinite(expected_length) else None
+
+
+def length_figures(pmf: np.ndarray, expected_length: float, unending: float) -> LengthFigures:
+    """Mean, median and tail of the length, from its distribution `pmf` (see `mean_length`)."""
+    return LengthFigures(mean_length(expected_length, unending), median_length(pmf), length_beyond(pmf))
+
+
+def summary_length_figures(summary: StartSummary) -> LengthFigures:
+    """`length_figures` of a start summary (with its distribution)."""
+    return length_figures(summary.length_pmf, summary.expected_length, summary.outcomes[UNENDING])
+
+
+def length_and_stalls(
+    play: Play, result: SolveResult, chain: PlayChain | None = None, turns: int = LENGTH_TURNS,
+    min_share: float = MIN_SHARE,
+) -> LengthAndStalls:
+    """The length figures and the stalls of `play` (`play_from` of `result`) from its start."""
+    stall = stall_chain(play, result, chain)
+    i = int(play.index[play.start])
+    figures = length_figures(length_pmf(stall, turns), result.expected_length(i),
+                             float(result.unending_probability[i]))
+    return LengthAndStalls(figures, tuple(stalls(stall, min_share)), int(play.states.size))
+
+
+def length_and_stalls_at(
+    rules: RuleSet, code: int, result: SolveResult, cache_dir: Path, table: Path | None, edge: bool,
+    warn: Callable[[str], None] | None = None, log: Callable[[str], None] = lambda message: None,
+) -> LengthAndStalls | None:
+    """The length figures and stalls from the state coded `code`, where `result`
+    answered it: a whole solve of play from there (`table` None, `edge` False);
+    the stored table at `table` (`result` then holds only a part of it): what
+    the results cache under `cache_dir` keeps for the position, else play
+    followed through the whole table, read memory-mapped; None for a solve
+    that stopped at a stored table's edge (play goes on in that table, under
+    strategies this result does not hold). A damaged table is reported through
+    `warn`; `log` hears when a long walk begins."""
+    if edge:
+        return None
+    if table is None:
+        return length_and_stalls(play_from(ChargeSparkGame(rules), result, code), result)
+    key = fingerprint(rules)
+    results = ResultsCache(cache_dir, key)
+    entry = results.get(play_key(code))
+    if entry is not None:
+        try:
+            return length_and_stalls_from(entry)
+        except (KeyError, TypeError, ValueError):
+            pass  # kept before a field was added: followed again
+    whole = cached_table(table, key, warn, mapped=True)
+    if whole is None:
+        return None
+    if whole.num_states >= KEPT_STATES:
+        log(f"following play from this position through the stored table ({whole.num_states:,} states);"
+            " what it gives is kept in the results cache if play reaches many of them")
+    found = length_and_stalls(play_from(ChargeSparkGame(rules), whole, code), whole)
+    if found.states >= KEPT_STATES:
+        results.put_all({play_key(code): length_and_stalls_entry(found)})
+    return found
+
+
+def keep_length_and_stalls(rules: RuleSet, code: int, result: SolveResult, cache_dir: Path) -> LengthAndStalls:
+    """`length_and_stalls` from the state coded `code` of a table just solved
+    (whole), kept in the results cache: a query of that position on the stored
+    table then reads it, rather than following play through the table again
+    (and loading the compiler to do so)."""
+    found = length_and_stalls(play_from(ChargeSparkGame(rules), result, code), result)
+    ResultsCache(cache_dir, fingerprint(rules)).put_all({play_key(code): length_and_stalls_entry(found)})
+    return found
+
+
+def play_key(code: int) -> str:
+    """The results cache's key of the length and stalls from the state coded `code`."""
+    return f"play from: {int(code)}"
+
+
+def length_and_stalls_entry(found: LengthAndStalls) -> dict:
+    return {"length": asdict(found.length), "stalls": [asdict(s) for s in found.stalls], "states": found.states}
+
+
+def length_and_stalls_from(entry: dict) -> LengthAndStalls:
+    return LengthAndStalls(LengthFigures(**entry["length"]), tuple(Stall(**s) for s in entry["stalls"]),
+                           int(entry["states"]))

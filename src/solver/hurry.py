@@ -1,0 +1,349 @@
+"""Hurried optimal play: of the strategies that keep each side's guarantee, the one that ends the game soonest.
+
+Where several stage strategies are optimal, which one is reported decides how
+long games last, how they end and which cards are played, though not the
+value. A loser who is allowed to lose later will, and in components where a
+side has only epsilon-optimal strategies (hide or run) a tie-break that
+values time a little makes the side that must act do so with a probability
+of the order of that little, so games last about its inverse.
+
+Hurried play fixes the choice. Each side plays, among its stage strategies
+that keep its own certified guarantee (P1: x^T A(lower) >= lower; P2:
+A(upper) y <= upper), the one best in its own *buzzer game*: any ending of
+the game pays 1, a win or a loss alike; a buzzer that sounds with
+probability `eta` a turn pays 0; the opponent is assumed to stall (it plays
+whatever keeps the game going, every action allowed). So both sides prefer
+shorter games, the losing side too, which is what closes hide-or-run loops:
+the side that is not forced to mix ends them at once.
+
+The buzzer game is discounted (a contraction), so it has a value and
+stationary optimal strategies. They are found by strategy iteration from the
+value solve's strategy: the stalling opponent's exact best response
+(`certify`) evaluates a strategy, a Gauss-Seidel sweep of stage tie-break LPs
+(`stage`) among the strategies that keep the guarantee improves it, until no
+strategy changes (or a round gains less than a hundredth of a turn). The
+buzzer values of a game's exits (higher ranks) are final before it is
+solved, like its guarantees.
+
+A stage choice that keeps the guarantee stage by stage can still let the
+opponent stall where that pays it (a won position that the strategy never
+converts); the exact best response catches this, and such states fall back
+to the strategy the value solve found, which is certified. They are counted.
+
+The certificate is also computed twice more, with endless play scored as a
+loss for one side and then the other (`ScoredGuarantees`): a strategy that
+relies on stalling fails it. Where the value itself depends on that scoring
+(a standoff: optimal play may never end) `result.unending_dependence` says by how
+much, at least.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from .certify import best_response_values
+from .graph import GameGraph, segment_positions
+from .shapley import max_cells, stage_matrix_kernel
+from .stage import _tiebreak_side, col_guarantee, make_workspace, row_guarantee
+
+BUZZER = 1e-6
+"""Probability a turn that the buzzer sounds. Small next to every real chance
+of ending (so it only ranks strategies that end the game equally surely), and
+large enough that a turn saved is worth more than the tie-break LP's
+tolerance; lengths at 1e-5 and 1e-6 agree (tests, `make bench`)."""
+
+KEEP_TOL = 0.0  # what a hurried stage strategy may concede of the guarantee, stage by stage: any slack is spent on tiny weights
+FALLBACK_TOL = 1e-10  # a hurried strategy whose exact guarantee misses the value solve's by more falls back
+MAX_ROUNDS = 6  # strategy-iteration rounds of one side's buzzer game
+STRATEGY_SETTLED = 1e-12  # a round that moves no strategy weight by more than this has converged
+MAX_FALLBACK_ROUNDS = 6
+IMPROVED = 1e-13  # a round that raises no buzzer value by more than this has converged
+
+
+@dataclass(frozen=True, eq=False)
+class Hurried:
+    """Each side's hurried strategy, its buzzer values and exact guarantees."""
+
+    row_strategy: np.ndarray
+    col_strategy: np.ndarray
+    p1_buzzer: np.ndarray  # P(P1 ends the game before the buzzer, P2 stalling), per state
+    p2_buzzer: np.ndarray
+    p1_guarantee: np.ndarray  # exact, endless play scored as the game's unending payoff
+    p2_guarantee: np.ndarray
+    fallback: np.ndarray  # int8 per state: 1 if P1 fell back to the value solve's strategy there, 2 if P2, 3 both
+
+
+@dataclass(frozen=True, eq=False)
+class ScoredGuarantees:
+    """Each side's exact guarantee when endless play scores 0 (a loss for P1)
+    and when it scores 2u (a loss for P2), u the game's unending payoff.
+
+    The value of the game scored 0 lies in [p1_u0, p2_u0] and the value scored
+    2u in [p1_u1, p2_u1]: their widths bound what each side loses to a
+    best response that exploits its stalling."""
+
+    p1_u0: np.ndarray
+    p2_u0: np.ndarray
+    p1_u1: np.ndarray
+    p2_u1: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Exits:
+    """What a part of a game needs of the states it leaves to (each final):
+    whether each terminal outcome of its graph ends the game (False: an exit
+    to a state solved before), and per terminal outcome each side's buzzer
+    value there (read only at exits)."""
+
+    ends: np.ndarray
+    p1_buzzer: np.ndarray
+    p2_buzzer: np.ndarray
+
+    @classmethod
+    def none(cls, terminals: int) -> "Exits":
+        """A whole game: every terminal outcome ends it."""
+        return cls(np.ones(terminals, np.bool_), np.zeros(terminals), np.zeros(terminals))
+
+
+@numba.njit(cache=True)
+def _buzzer_arrays(cell_ptr, out_ptr, out_next, out_prob, discount, buzzer_terminal):
+    """Outcomes of every cell with each move to a state scaled by `discount`
+    and one more outcome, the buzzer, taking what that removed."""
+    cells = cell_ptr[-1]
+    extra = 0
+    for k in range(cells):
+        for j in range(out_ptr[k], out_ptr[k + 1]):
+            if out_next[j] >= 0:
+                extra += 1
+                break
+    ptr = np.zeros(cells + 1, np.int64)
+    nxt = np.empty(out_next.shape[0] + extra, np.int64)
+    prob = np.empty(out_next.shape[0] + extra, np.float64)
+    o = 0
+    for k in range(cells):
+        staying = 0.0
+        for j in range(out_ptr[k], out_ptr[k + 1]):
+            nxt[o] = out_next[j]
+            if out_next[j] >= 0:
+                prob[o] = discount * out_prob[j]
+                staying += out_prob[j]
+            else:
+                prob[o] = out_prob[j]
+            o += 1
+        if staying > 0.0:
+            nxt[o] = -1 - buzzer_terminal
+            prob[o] = (1.0 - discount) * staying
+            o += 1
+        ptr[k + 1] = o
+    return ptr, nxt, prob
+
+
+def buzzer_graph(graph: GameGraph, ends: np.ndarray, exit_buzzer: np.ndarray, eta: float, sign: float) -> GameGraph:
+    """`graph` as one side's buzzer game: an ending pays `sign`, a move to an
+    exit (a terminal outcome that does not end the game) `sign` (1 - eta) times
+    its buzzer value, the buzzer and endless play 0. sign -1 is P2's game
+    (P2 maximises the chance of ending, so the payoff to P1 is its negative)."""
+    terminals = graph.terminal_payoff.shape[0]
+    ptr, nxt, prob = _buzzer_arrays(
+        np.ascontiguousarray(graph.cell_ptr, np.int64), np.ascontiguousarray(graph.out_ptr, np.int64),
+        np.ascontiguousarray(graph.out_next, np.int64), np.ascontiguousarray(graph.out_prob, np.float64),
+        1.0 - eta, terminals,
+    )
+    pay = np.where(np.asarray(ends, np.bool_), 1.0, (1.0 - eta) * np.asarray(exit_buzzer, np.float64))
+    return GameGraph(
+        states=graph.states, row_ptr=graph.row_ptr, row_actions=graph.row_actions, col_ptr=graph.col_ptr,
+        col_actions=graph.col_actions, cell_ptr=graph.cell_ptr, out_ptr=ptr, out_next=nxt, out_prob=prob,
+        terminal_payoff=sign * np.append(pay, 0.0), terminal_labels=graph.terminal_labels + ("buzzer",),
+        unending_payoff=0.0, action_labels=graph.action_labels,
+    )
+
+
+@numba.njit(cache=True)
+def _improve_side(
+    row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
+    b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, bound, row_side, strategy, max_cells, declined,
+):
+    """Into `strategy` (one side's, updated in place): at every state, of the
+    strategies that keep `bound` in the stage game A of `a_values` (P1: floor,
+    P2: cap), the best in the buzzer stage game B of `b_values`. A state whose
+    LP the kernel declines keeps its strategy and is marked in `declined`.
+
+    `b_values` is updated too, Gauss-Seidel, with what the new stage strategy
+    guarantees in B where that is better: improvements then travel along a
+    chain of states in one sweep instead of one state a round."""
+    a_buffer = np.empty(max_cells)
+    b_buffer = np.empty(max_cells)
+    T, basis = make_workspace(16)
+    for i in range(row_ptr.shape[0] - 1):
+        m = row_ptr[i + 1] - row_ptr[i]
+        n = col_ptr[i + 1] - col_ptr[i]
+        own = m if row_side else n
+        if own == 1:
+            continue
+        a = a_buffer[: m * n].reshape((m, n))
+        b = b_buffer[: m * n].reshape((m, n))
+        stage_matrix_kernel(i, a_values, 1.0, a_unending, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, m, n, a)
+        stage_matrix_kernel(i, b_values, 1.0, 0.0, cell_ptr, b_out_ptr, b_out_next, b_out_prob, b_pay, m, n, b)
+        out = np.empty(own)
+        try:
+            _tiebreak_side(a, b, bound[i], row_side, out, T, basis)
+        except Exception:  # noqa: BLE001 - the state keeps the strategy it has
+            declined[i] = True
+            continue
+        first = row_ptr[i] if row_side else col_ptr[i]
+        for j in range(own):
+            strategy[first + j] = out[j]
+        if row_side:
+            b_values[i] = max(b_values[i], row_guarantee(b, out))
+        else:
+            b_values[i] = min(b_values[i], col_guarantee(b, out))
+
+
+def improve_strategy(
+    graph: GameGraph, values: np.ndarray, bound: np.ndarray, buzzer: GameGraph, buzzer_values: np.ndarray,
+    side: int, strategy: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(strategy, buzzer values, declined): one side's stage strategies keeping
+    `bound` in `graph`'s stage games at `values`, best in `buzzer`'s at
+    `buzzer_values` (one Gauss-Seidel sweep, the values updated as it goes;
+    payoffs to P1: P1 maximises, P2 minimises)."""
+    out = np.array(strategy, np.float64, copy=True)
+    updated = np.array(buzzer_values, np.float64, copy=True)
+    declined = np.zeros(graph.num_states, np.bool_)
+    _improve_side(
+        np.ascontiguousarray(graph.row_ptr, np.int64), np.ascontiguousarray(graph.col_ptr, np.int64),
+        np.ascontiguousarray(graph.cell_ptr, np.int64), np.ascontiguousarray(graph.out_ptr, np.int64),
+        np.ascontiguousarray(graph.out_next, np.int64), np.ascontiguousarray(graph.out_prob, np.float64),
+        np.ascontiguousarray(graph.terminal_payoff, np.float64), float(graph.unending_payoff),
+        np.ascontiguousarray(values, np.float64), buzzer.out_ptr, buzzer.out_next, buzzer.out_prob,
+        np.ascontiguousarray(buzzer.terminal_payoff, np.float64), updated,
+        np.ascontiguousarray(bound, np.float64), side == 0, out, max_cells(graph), declined,
+    )
+    return out, updated, declined
+
+
+def hurried_side(
+    graph: GameGraph, guarantee: np.ndarray, strategy: np.ndarray, buzzer: GameGraph, side: int, eta: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(strategy, buzzer values) of one side: strategy iteration on its buzzer
+    game from `strategy` (the value solve's), over the stage strategies that
+    keep `guarantee` (that side's exact guarantee in `graph`).
+
+    Each round evaluates the strategy exactly (the stalling opponent's best
+    response) and improves it by one Gauss-Seidel sweep of stage tie-break
+    LPs; it stops once a sweep changes no strategy, or gains less than a
+    hundredth of a turn anywhere. (Sweeps alone creep: in a loop the values
+    rise by a fraction of what is left each sweep, while the strategies stopped
+    changing long before.)"""
+    sign = 1.0 if side == 0 else -1.0
+    bound = guarantee - sign * KEEP_TOL
+    current = np.asarray(strategy, np.float64)
+    payoff = best_response_values(buzzer, side, current)
+    # A turn saved is worth about eta of buzzer value: gains below a hundredth of a turn are not pursued.
+    enough = max(IMPROVED, 1e-2 * eta)
+    for _ in range(MAX_ROUNDS):
+        candidate, swept, _ = improve_strategy(graph, guarantee, bound, buzzer, payoff, side, current)
+        if np.max(np.abs(candidate - current), initial=0.0) <= STRATEGY_SETTLED:
+            break
+        current = candidate
+        if float(np.max(sign * (swept - payoff), initial=0.0)) <= enough:
+            # The swept values are what the new strategy achieves at least (each state's
+            # against values that only rose since), within a hundredth of a turn.
+            return current, sign * swept
+        payoff = best_response_values(buzzer, side, current, swept)
+    return current, sign * payoff
+
+
+def _with_fallback(
+    graph: GameGraph, side: int, hurried: np.ndarray, fallback: np.ndarray, guarantee: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(strategy, its exact guarantee, fell back per state): `hurried`, except
+    at the states where its guarantee misses `guarantee` (the value solve's),
+    which take `fallback` there, round after round, until none misses."""
+    ptr = graph.row_ptr if side == 0 else graph.col_ptr
+    sign = 1.0 if side == 0 else -1.0
+    strategy = np.array(hurried, np.float64, copy=True)
+    fell = np.zeros(graph.num_states, np.bool_)
+    for _ in range(MAX_FALLBACK_ROUNDS):
+        achieved = best_response_values(graph, side, strategy, guarantee)
+        missing = sign * (guarantee - achieved) > FALLBACK_TOL
+        if not missing.any():
+            return strategy, achieved, fell
+        fell |= missing
+        at = segment_positions(np.asarray(ptr, np.int64), np.flatnonzero(fell))
+        strategy[at] = fallback[at]
+    fell[:] = True
+    return np.array(fallback, np.float64, copy=True), best_response_values(graph, side, fallback, guarantee), fell
+
+
+def hurry(
+    p1_graph: GameGraph, p2_graph: GameGraph, lower: np.ndarray, upper: np.ndarray,
+    row: np.ndarray, col: np.ndarray, exits: Exits, mirror: np.ndarray | None = None, eta: float | None = None,
+    checked_in: tuple[GameGraph, GameGraph] | None = None,
+) -> Hurried:
+    """Hurried strategies of a game (or of a part of one whose exits are final)
+    whose value solve gave `row` and `col`, guaranteeing `lower` (in
+    `p1_graph`, exits paying P1's guarantees) and `upper` (in `p2_graph`).
+
+    With `mirror` (every state's seat-swapped twin, in a game symmetric between
+    the seats whose exits' figures mirror too), only P1's side is solved and
+    P2 plays P1's strategy at the twin. `eta`: the buzzer's chance a turn (default `BUZZER`).
+    `checked_in`: the graphs in which the hurried strategies' guarantees are
+    computed (default: `p1_graph` and `p2_graph`), for a part of a game whose
+    exits pay the hurried strategies' guarantees there."""
+    p1_check, p2_check = checked_in or (p1_graph, p2_graph)
+    eta = BUZZER if eta is None else eta
+    p1_buzzer_game = buzzer_graph(p1_graph, exits.ends, exits.p1_buzzer, eta, 1.0)
+    x, h1 = hurried_side(p1_graph, lower, row, p1_buzzer_game, 0, eta)
+    x, low, p1_fell = _with_fallback(p1_check, 0, x, row, lower)
+    if mirror is not None:
+        total = 2.0 * p1_graph.unending_payoff
+        y = x[segment_positions(np.asarray(p1_graph.row_ptr, np.int64), mirror)]
+        return Hurried(x, y, h1, h1[mirror], low, total - low[mirror], fallback_marks(p1_fell, p1_fell[mirror]))
+    p2_buzzer_game = buzzer_graph(p2_graph, exits.ends, exits.p2_buzzer, eta, -1.0)
+    y, h2 = hurried_side(p2_graph, upper, col, p2_buzzer_game, 1, eta)
+    y, high, p2_fell = _with_fallback(p2_check, 1, y, col, upper)
+    return Hurried(x, y, h1, h2, low, high, fallback_marks(p1_fell, p2_fell))
+
+
+def fallback_marks(p1_fell: np.ndarray, p2_fell: np.ndarray) -> np.ndarray:
+    """Per state: 1 where P1 fell back to the value solve's strategy, 2 where P2 did, 3 both."""
+    return (p1_fell.astype(np.int8) + 2 * p2_fell.astype(np.int8)).astype(np.int8)
+
+
+def scored_guarantees(
+    p1_graphs: tuple[GameGraph, GameGraph], p2_graphs: tuple[GameGraph, GameGraph], row: np.ndarray, col: np.ndarray,
+    mirror: np.ndarray | None = None, guesses: tuple[np.ndarray, np.ndarray] | None = None,
+) -> ScoredGuarantees:
+    """Each side's exact guarantee with endless play scored 0 and 2u: the first
+    of each pair of graphs scores it 0 (its exits paying that side's guarantee
+    so scored), the second 2u. With `mirror` (strategies and exits mirrored
+    between the seats), P2's are P1's at the twins."""
+    g0 = guesses[0] if guesses else None
+    g1 = guesses[1] if guesses else None
+    p1_u0 = best_response_values(p1_graphs[0], 0, row, g0)
+    p1_u1 = best_response_values(p1_graphs[1], 0, row, g1)
+    if mirror is not None:
+        # Seen from the other seat, endless play scored 0 is scored 2u, the total of the payoffs.
+        total = p1_graphs[1].unending_payoff
+        return ScoredGuarantees(p1_u0, total - p1_u1[mirror], p1_u1, total - p1_u0[mirror])
+    p2_u0 = best_response_values(p2_graphs[0], 1, col, g0)
+    p2_u1 = best_response_values(p2_graphs[1], 1, col, g1)
+    return ScoredGuarantees(p1_u0, p2_u0, p1_u1, p2_u1)
+
+
+def scored(graph: GameGraph, unending: float, exit_payoff: np.ndarray | None = None, own: int | None = None) -> GameGraph:
+    """`graph` with endless play paying `unending` and, given `exit_payoff`,
+    its terminal outcomes from `own` on (the exits) paying that."""
+    pay = np.asarray(graph.terminal_payoff, np.float64)
+    if exit_payoff is not None:
+        pay = np.concatenate([pay[:own], np.asarray(exit_payoff, np.float64)])
+    return GameGraph(
+        states=graph.states, row_ptr=graph.row_ptr, row_actions=graph.row_actions, col_ptr=graph.col_ptr,
+        col_actions=graph.col_actions, cell_ptr=graph.cell_ptr, out_ptr=graph.out_ptr, out_next=graph.out_next,
+        out_prob=graph.out_prob, terminal_payoff=pay, terminal_labels=graph.terminal_labels,
+        unending_payoff=float(unending), action_labels=graph.action_labels,
+    )

@@ -1,0 +1,141 @@
+"""Hurried optimal play: the reported strategies end games as soon as optimal play can.
+
+Interactions covered: hide or run (only epsilon-optimal strategies for the
+side that must act), a standoff (Move against Move cancels, nothing attacks),
+a loser that could stall, the buzzer's independence of eta, and the values
+and certificates against the value solve's own choice.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import solver.hurry as hurry_module
+import solver.layered as layered
+import solver.solve as solve_module
+from dict_game import LOSS, WIN, DictGame
+from rules.charge_spark.config import RuleSet, apply_overrides
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.state import initial_position
+from solver.certify import expected_length_and_distribution
+from solver.hurry import Hurried, fallback_marks
+from solver.solve import solve_from
+from solver.summary import play_from
+
+HIDE_OR_RUN = DictGame(
+    {0: {(0, 0): [(1.0, 0)], (0, 1): [(1.0, WIN)], (1, 0): [(1.0, WIN)], (1, 1): [(1.0, LOSS)]}},
+    ["hide/wait", "run/throw"],
+)
+
+
+def test_hide_or_run_ends_in_one_turn_and_p1_keeps_its_guarantee():
+    """P1 runs home (wins) unless P2 throws the one snowball in the same turn;
+    a throw at a hiding P1 wastes it. Value 1, approached only by running with
+    a vanishing probability. The value solve's tie-break (discounted towards
+    1/2) had P2 wait, so the game lasted about 1 / P(run) turns: about 2e6 at
+    the printed rules' hide-or-run positions. P2 throwing ends it at once, and
+    costs it nothing: it loses anyway."""
+    result = solve_from(HIDE_OR_RUN, [0], show_progress=False)
+    assert result.expected_length(0) <= 1.0 + 1e-6
+    assert result.p1_guarantee[0] >= 1.0 - 1e-9
+    assert result.col_strategy[1] == pytest.approx(1.0)  # P2 throws
+    assert 0.0 < result.row_strategy[1] < 1e-6  # P1 still runs with a vanishing probability
+    assert result.max_exploitability <= 1e-9
+    assert result.strict_exploitability.max() <= 1e-9
+    assert result.fallback_states == 0
+
+
+STANDOFF = DictGame({0: {(0, 0): [(1.0, 0)], (0, 1): [(1.0, 0)], (1, 0): [(1.0, 0)], (1, 1): [(1.0, 0)]}}, ["move", "charge"])
+
+
+def test_a_standoff_never_ends_and_its_value_depends_on_how_endless_play_is_scored():
+    result = solve_from(STANDOFF, [0], show_progress=False)
+    assert result.values[0] == pytest.approx(0.5)
+    assert result.unending_probability[0] == pytest.approx(1.0)
+    assert np.isnan(result.expected_length(0))
+    # Scored as P1's loss the value is 0, as P2's 1: it depends on the scoring by 1/2.
+    assert result.unending_dependence[0] == pytest.approx(0.5)
+    assert result.strict_exploitability.max() <= 1e-9
+
+
+# State 0: P1 has won already in value terms (attack wins at once) but may also
+# wait; P2 can only stall. The value solve may let P1 wait forever at no cost
+# in the undiscounted value; hurried play attacks.
+CONVERT = DictGame(
+    {
+        0: {(0, 0): [(1.0, 1)], (1, 0): [(1.0, WIN)]},
+        1: {(0, 0): [(1.0, 0)], (1, 0): [(0.5, WIN), (0.5, 0)]},
+    },
+    ["wait", "attack"],
+)
+
+
+def test_a_won_position_is_converted_at_once():
+    result = solve_from(CONVERT, [0, 1], show_progress=False)
+    assert result.values == pytest.approx([1.0, 1.0])
+    assert result.expected_length(0) == pytest.approx(1.0)
+    assert result.expected_length(1) == pytest.approx(1.5)  # 1 + 1/2 * (the length from 0)
+    assert result.strict_exploitability.max() <= 1e-9
+
+
+def _keep_the_value_solves_choice(p1_graph, p2_graph, lower, upper, row, col, exits, mirror=None, **_):
+    n = p1_graph.num_states
+    none = np.zeros(n, np.bool_)
+    return Hurried(row, col, np.zeros(n), np.zeros(n), lower, upper, fallback_marks(none, none))
+
+
+def _solve_start(overrides, monkeypatch=None, keep=False, eta=None):
+    if keep:
+        monkeypatch.setattr(layered, "hurry", _keep_the_value_solves_choice)
+        monkeypatch.setattr(solve_module, "hurry", _keep_the_value_solves_choice)
+    if eta is not None:
+        monkeypatch.setattr(hurry_module, "BUZZER", eta)
+    rules = apply_overrides(RuleSet(), list(overrides))
+    game = ChargeSparkGame(rules)
+    root = game.encode(initial_position(rules))
+    result = solve_from(game, [root], show_progress=False)
+    return game, root, result
+
+
+def _lengths(game, root, result, turns=2000):
+    play = play_from(game, result, root)
+    ones = play.strategy
+    mean, pmf = expected_length_and_distribution(play.graph, ones, ones, play.start, turns)
+    median = int(np.searchsorted(np.cumsum(pmf), 0.5) + 1)
+    return result.expected_length(result.index_of(root)), median
+
+
+SMALL = ("board=S*M", "health=1")
+
+
+def test_values_are_the_value_solves_and_both_certificates_hold(monkeypatch):
+    """Hurried play changes the strategies, never the values. It is robust, not
+    cooperative (it assumes the opponent stalls), so where the value solve's
+    choice happened to end sooner with the opponent's help it can be a little
+    longer: on this board 5.060 turns from the start against 5.021 (a lost
+    position ended by a sure two-turn win instead of a one-turn attack the
+    loser could block); it never leaves a game to stall."""
+    game, root, hurried = _solve_start(SMALL)
+    with monkeypatch.context() as patch:
+        _, _, kept = _solve_start(SMALL, patch, keep=True)
+    np.testing.assert_array_equal(hurried.states, kept.states)
+    assert np.abs(hurried.values - kept.values).max() <= 1e-12
+    assert hurried.max_exploitability <= 1e-9
+    assert hurried.strict_exploitability.max() <= 1e-9
+    assert hurried.fallback_states == 0
+    i = hurried.index_of(root)
+    assert hurried.expected_length(i) <= 1.01 * kept.expected_length(i)
+    assert hurried.unending_probability.max() <= 1e-12
+
+
+@pytest.mark.parametrize("overrides", [SMALL, pytest.param(("board=S*M", "health=2"), marks=pytest.mark.slow)])
+def test_lengths_do_not_depend_on_the_buzzer(monkeypatch, overrides):
+    figures = []
+    for eta in (1e-5, 1e-6):
+        with monkeypatch.context() as patch:
+            game, root, result = _solve_start(overrides, patch, eta=eta)
+            figures.append(_lengths(game, root, result))
+    (mean_a, median_a), (mean_b, median_b) = figures
+    assert mean_a == pytest.approx(mean_b, rel=0.01)
+    assert median_a == median_b
