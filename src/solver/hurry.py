@@ -7,9 +7,10 @@ side has only epsilon-optimal strategies (hide or run) a tie-break that
 values time a little makes the side that must act do so with a probability
 of the order of that little, so games last about its inverse.
 
-Hurried play fixes the choice. Each side plays, among its stage strategies
-that keep its own certified guarantee (P1: x^T A(lower) >= lower; P2:
-A(upper) y <= upper), the one best in its own *buzzer game*: any ending of
+Hurried play fixes the choice. Each side plays, among its optimal stage
+strategies for its own certified guarantees (P1 in the stage games A(lower),
+which keep x^T A(lower) >= lower; P2 in A(upper)), the one best in its own
+*buzzer game*: any ending of
 the game pays 1, a win or a loss alike; a buzzer that sounds with
 probability `eta` a turn pays 0; the opponent is assumed to stall (it plays
 whatever keeps the game going, every action allowed). So both sides prefer
@@ -20,12 +21,12 @@ The buzzer game is discounted (a contraction), so it has a value and
 stationary optimal strategies. They are found by strategy iteration from the
 value solve's strategy: the stalling opponent's exact best response
 (`certify`) evaluates a strategy, a Gauss-Seidel sweep of stage tie-break LPs
-(`stage`) among the strategies that keep the guarantee improves it, until no
+(`stage`) among those optimal strategies improves it, until no
 strategy changes (or a round gains less than a hundredth of a turn). The
 buzzer values of a game's exits (higher ranks) are final before it is
 solved, like its guarantees.
 
-A stage choice that keeps the guarantee stage by stage can still let the
+A stage choice optimal for the guarantees, stage by stage, can still let the
 opponent stall where that pays it (a won position that the strategy never
 converts); the exact best response catches this, and such states fall back
 to the strategy the value solve found, which is certified. They are counted.
@@ -47,7 +48,7 @@ import numpy as np
 from .certify import best_response_values
 from .graph import GameGraph, segment_positions
 from .shapley import max_cells, stage_matrix_kernel
-from .stage import _tiebreak_side, col_guarantee, make_workspace, row_guarantee
+from .stage import col_guarantee, make_workspace, matrix_game_tiebreak_kernel_ws, row_guarantee
 
 BUZZER = 1e-6
 """Probability a turn that the buzzer sounds. Small next to every real chance
@@ -55,7 +56,6 @@ of ending (so it only ranks strategies that end the game equally surely), and
 large enough that a turn saved is worth more than the tie-break LP's
 tolerance; lengths at 1e-5 and 1e-6 agree (tests, `make bench`)."""
 
-KEEP_TOL = 0.0  # what a hurried stage strategy may concede of the guarantee, stage by stage: any slack is spent on tiny weights
 FALLBACK_TOL = 1e-10  # a hurried strategy whose exact guarantee misses the value solve's by more falls back
 MAX_ROUNDS = 6  # strategy-iteration rounds of one side's buzzer game
 STRATEGY_SETTLED = 1e-12  # a round that moves no strategy weight by more than this has converged
@@ -164,12 +164,17 @@ def buzzer_graph(graph: GameGraph, ends: np.ndarray, exit_buzzer: np.ndarray, et
 @numba.njit(cache=True)
 def _improve_side(
     row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
-    b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, bound, row_side, strategy, max_cells, declined,
+    b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, max_cells, declined,
 ):
     """Into `strategy` (one side's, updated in place): at every state, of the
-    strategies that keep `bound` in the stage game A of `a_values` (P1: floor,
-    P2: cap), the best in the buzzer stage game B of `b_values`. A state whose
-    LP the kernel declines keeps its strategy and is marked in `declined`.
+    side's optimal strategies in the stage game A of `a_values`, the best in
+    the buzzer stage game B of `b_values`. A state whose LP the kernel
+    declines keeps its strategy and is marked in `declined`.
+
+    Optimal in A, not merely keeping `a_values` at the state: those are the
+    side's guarantees, a little below the value where its strategy mixes a
+    nudge's worth, and the buzzer LP would spend that slack on weights of
+    1e-12 that only look like play.
 
     `b_values` is updated too, Gauss-Seidel, with what the new stage strategy
     guarantees in B where that is better: improvements then travel along a
@@ -177,6 +182,7 @@ def _improve_side(
     a_buffer = np.empty(max_cells)
     b_buffer = np.empty(max_cells)
     T, basis = make_workspace(16)
+    sides = 1 if row_side else 2
     for i in range(row_ptr.shape[0] - 1):
         m = row_ptr[i + 1] - row_ptr[i]
         n = col_ptr[i + 1] - col_ptr[i]
@@ -187,12 +193,14 @@ def _improve_side(
         b = b_buffer[: m * n].reshape((m, n))
         stage_matrix_kernel(i, a_values, 1.0, a_unending, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, m, n, a)
         stage_matrix_kernel(i, b_values, 1.0, 0.0, cell_ptr, b_out_ptr, b_out_next, b_out_prob, b_pay, m, n, b)
-        out = np.empty(own)
+        x = np.empty(m)
+        y = np.empty(n)
         try:
-            _tiebreak_side(a, b, bound[i], row_side, out, T, basis)
+            matrix_game_tiebreak_kernel_ws(a, b, 0.0, x, y, T, basis, sides)
         except Exception:  # noqa: BLE001 - the state keeps the strategy it has
             declined[i] = True
             continue
+        out = x if row_side else y
         first = row_ptr[i] if row_side else col_ptr[i]
         for j in range(own):
             strategy[first + j] = out[j]
@@ -203,13 +211,13 @@ def _improve_side(
 
 
 def improve_strategy(
-    graph: GameGraph, values: np.ndarray, bound: np.ndarray, buzzer: GameGraph, buzzer_values: np.ndarray,
-    side: int, strategy: np.ndarray,
+    graph: GameGraph, values: np.ndarray, buzzer: GameGraph, buzzer_values: np.ndarray, side: int,
+    strategy: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(strategy, buzzer values, declined): one side's stage strategies keeping
-    `bound` in `graph`'s stage games at `values`, best in `buzzer`'s at
-    `buzzer_values` (one Gauss-Seidel sweep, the values updated as it goes;
-    payoffs to P1: P1 maximises, P2 minimises)."""
+    """(strategy, buzzer values, declined): one side's optimal stage strategies
+    in `graph`'s stage games at `values`, best in `buzzer`'s at `buzzer_values`
+    (one Gauss-Seidel sweep, the values updated as it goes; payoffs to P1: P1
+    maximises, P2 minimises)."""
     out = np.array(strategy, np.float64, copy=True)
     updated = np.array(buzzer_values, np.float64, copy=True)
     declined = np.zeros(graph.num_states, np.bool_)
@@ -220,7 +228,7 @@ def improve_strategy(
         np.ascontiguousarray(graph.terminal_payoff, np.float64), float(graph.unending_payoff),
         np.ascontiguousarray(values, np.float64), buzzer.out_ptr, buzzer.out_next, buzzer.out_prob,
         np.ascontiguousarray(buzzer.terminal_payoff, np.float64), updated,
-        np.ascontiguousarray(bound, np.float64), side == 0, out, max_cells(graph), declined,
+        side == 0, out, max_cells(graph), declined,
     )
     return out, updated, declined
 
@@ -239,13 +247,12 @@ def hurried_side(
     rise by a fraction of what is left each sweep, while the strategies stopped
     changing long before.)"""
     sign = 1.0 if side == 0 else -1.0
-    bound = guarantee - sign * KEEP_TOL
     current = np.asarray(strategy, np.float64)
     payoff = best_response_values(buzzer, side, current)
     # A turn saved is worth about eta of buzzer value: gains below a hundredth of a turn are not pursued.
     enough = max(IMPROVED, 1e-2 * eta)
     for _ in range(MAX_ROUNDS):
-        candidate, swept, _ = improve_strategy(graph, guarantee, bound, buzzer, payoff, side, current)
+        candidate, swept, _ = improve_strategy(graph, guarantee, buzzer, payoff, side, current)
         if np.max(np.abs(candidate - current), initial=0.0) <= STRATEGY_SETTLED:
             break
         current = candidate

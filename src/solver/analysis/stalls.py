@@ -41,11 +41,12 @@ from .results_cache import ResultsCache
 MIN_SHARE = 0.01
 """A loop is a stall when games spend at least this share of their expected length in it."""
 EPSILON_PROBABILITY = 1e-3
-ROUNDING_WEIGHT = 1e-14
-"""Strategy weights at or below this are the stage LPs' rounding (seen down to 1e-39), not play:
-the epsilon-optimal mixing that closes a loop is of the order of the solve's nudge, 1e-11 and up."""
 """A loop where some strategy plays a card with a probability below this may be an artefact
 of which (near-)optimal strategies were picked rather than a reason to keep playing."""
+ROUNDING_WEIGHT = 1e-12
+"""Strategy weights at or below this are the stage LPs' rounding (seen from 1e-39 up to a few
+1e-14), not play; the epsilon-optimal mixing that closes a hide-or-run loop is of the order of
+the value solve's nudge, 5e-12 and up."""
 UNENDING_TOLERANCE = 1e-12
 """P(the game never ends) at or below this is rounding: the mean length is finite."""
 
