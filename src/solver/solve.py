@@ -22,7 +22,9 @@ from .result import SolveResult
 
 METHOD = (
     "components in dependency order; per cyclic component, alternating exact best responses "
-    "and stage re-solves aimed a nudge past Shapley sweeps from the bounds found; exact best-response certificate"
+    "and stage re-solves aimed a nudge past Shapley sweeps from the bounds found; hurried strategies (of each side's"
+    " optimal stage strategies, the one ending the game soonest against a stalling opponent); exact best-response"
+    " certificate, with endless play scored 1/2 and as a loss for each side"
 )
 
 
@@ -35,12 +37,13 @@ FOLDED_METHOD = LAYERED_METHOD.replace(
 )
 
 GRAPH_BYTES_PER_STATE = 1700  # peak while solving, measured on S*M health 2: 1.7 GB for 1,023,145 states
-LAYERED_BYTES_PER_STATE = 160
-"""Peak memory a state, solving rank by rank (see `layered`), with a third to spare: measured
-1.17 GB for 9,749,919 states (health 2, one process) and 5.3 GB for the printed rules'
-49,383,601 (both cores), 107-120 bytes a state. At 300, two of the report's further solves
-of the printed rules were held not to fit in 24 GB together, and ran one after another on
-both cores: two at once, each on one core, got through about a sixth more (health 2)."""
+LAYERED_BYTES_PER_STATE = 380
+"""Peak memory a state, solving rank by rank (see `layered`), with a tenth to spare: measured
+16.9 GB for the printed rules' 49,383,601 states on both cores (342 bytes a state: the
+figures every worker shares, now with hurried play's buzzer values and its guarantees scored
+three ways, 142 bytes, and the workers' rank graphs). Before hurried play: 107-120 bytes a
+state. Two of the report's further solves of the printed rules then do not fit in 24 GB
+together, and run one after another on both cores."""
 
 
 def usable_cores() -> int:
