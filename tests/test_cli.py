@@ -206,6 +206,22 @@ def test_a_query_of_a_stored_table_reads_the_starts_stalls_that_solve_kept(priva
     assert results.get(play_key(game.encode(parse_position(position, rules)))) is None
 
 
+def test_a_large_stored_table_is_followed_only_when_asked(private_table_cache, monkeypatch):
+    # Following play from a position of a large table opens all of it (half a minute at the
+    # printed rules): a query leaves the median, the tail and the stalls out unless asked.
+    import solver.analysis.stalls
+
+    assert run("solve", *SMALL).exit_code == 0
+    monkeypatch.setattr(solver.analysis.stalls, "KEPT_STATES", 1)
+    position = "h1 b1 d0 p0 rest=charge / h1 b1 d0 p0 rest=charge"
+    quick = json.loads(run("query", position, *SMALL, "--json").stdout)
+    assert quick["stalls"] is None and quick["length"]["median"] is None
+    assert quick["length"]["mean"] == pytest.approx(quick["expected_length"], rel=1e-12)
+    assert "--follow-play" in run("query", position, *SMALL).stdout
+    followed = json.loads(run("query", position, *SMALL, "--json", "--follow-play").stdout)
+    assert isinstance(followed["stalls"], list) and followed["length"]["median"] >= 1
+
+
 def test_a_full_disk_is_one_line_and_keeps_the_stored_table(private_table_cache, monkeypatch):
     import errno
 

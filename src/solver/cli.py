@@ -215,9 +215,11 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
 @cache_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--max-states", type=click.IntRange(min=1), default=None, help="Refuse to enumerate more states than this.")
+@click.option("--follow-play", "follow_play", is_flag=True,
+              help="Follow play through a large stored table for the length's median and tail and the stalls.")
 def query(
     position: str, rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, as_json: bool,
-    max_states: int | None,
+    max_states: int | None, follow_play: bool,
 ) -> None:
     """Optimal play at POSITION (`start`, or the spec's notation in quotes).
 
@@ -229,7 +231,7 @@ def query(
     parsed = parse_position(position, rule_set)
     started = time.perf_counter()
     answer, result, source, edge = answer_at(rule_set, parsed, cache_dir, max_states, show_progress=not as_json)
-    lasting = lasting_at(rule_set, parsed, result, cache_dir, source, edge)
+    lasting = lasting_at(rule_set, parsed, result, cache_dir, source, edge, follow_play)
     elapsed = time.perf_counter() - started
     if as_json:
         click.echo(json.dumps(query_json(rule_set, format_position(parsed, rule_set), answer, result, lasting)))
@@ -249,14 +251,15 @@ def hurry_line(figures: HurryFigures) -> str:
 
 
 def lasting_at(rule_set: RuleSet, position: Position, result: SolveResult, cache_dir: str | None, source: Path | None,
-               edge: Path | None) -> LengthAndStalls | None:
-    """The length figures and stalls from `position`, where `answer_at` answered it (None past a table's edge)."""
+               edge: Path | None, follow_play: bool = False) -> LengthAndStalls | None:
+    """The length figures and stalls from `position`, where `answer_at` answered it (None past a table's
+    edge, and from a large stored table that does not keep them unless `follow_play`)."""
     from .analysis.stalls import length_and_stalls_at
 
     return length_and_stalls_at(
         rule_set, ChargeSparkGame(rule_set).encode(position), result,
         Path(cache_dir) if cache_dir else default_cache_dir(), source, edge is not None, warn,
-        lambda message: click.echo(f"charge-spark: {printable(message)}", err=True),
+        lambda message: click.echo(f"charge-spark: {printable(message)}", err=True), follow_play,
     )
 
 
@@ -588,7 +591,8 @@ def _spread_text(answer: StateAnswer, lasting: LengthAndStalls | None) -> str:
     from .summary import LENGTH_TURNS
 
     if lasting is None:
-        return "(the length's distribution is not followed past the stored table's edge)"
+        return ("(the median, the tail and the stalls need play followed through the stored table:"
+                " --follow-play; not past a table's edge)")
     length = lasting.length
     median = f"half of all games are over by turn {length.median}" if length.median is not None else (
         f"fewer than half of all games are over by turn {LENGTH_TURNS}")

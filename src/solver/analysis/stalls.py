@@ -34,6 +34,8 @@ from rules.charge_spark.game import ChargeSparkGame
 from ..graph import GameGraph
 from ..result import STANDOFF_DEPENDENCE, SolveResult
 from ..summary import LENGTH_TURNS, UNENDING, Play, StartSummary, length_beyond, play_from
+from ..cache import DamagedTableError
+from ..table_reader import TableReader
 from ..tables import cached_table
 from .chain import PlayChain, chain_of_play, play_chain
 from .results_cache import ResultsCache
@@ -365,6 +367,7 @@ def length_and_stalls(
 def length_and_stalls_at(
     rules: RuleSet, code: int, result: SolveResult, cache_dir: Path, table: Path | None, edge: bool,
     warn: Callable[[str], None] | None = None, log: Callable[[str], None] = lambda message: None,
+    follow_play: bool = True,
 ) -> LengthAndStalls | None:
     """The length figures and stalls from the state coded `code`, where `result`
     answered it: a whole solve of play from there (`table` None, `edge` False);
@@ -373,7 +376,10 @@ def length_and_stalls_at(
     followed through the whole table, read memory-mapped; None for a solve
     that stopped at a stored table's edge (play goes on in that table, under
     strategies this result does not hold). A damaged table is reported through
-    `warn`; `log` hears when a long walk begins."""
+    `warn`; `log` hears when a long walk begins. Without `follow_play`, None
+    for a stored table of `KEPT_STATES` or more that does not keep the
+    position's figures: opening it whole verifies every block (half a minute
+    at the printed rules), where the rest of a query reads a few."""
     if edge:
         return None
     if table is None:
@@ -386,6 +392,8 @@ def length_and_stalls_at(
             return length_and_stalls_from(entry)
         except (KeyError, TypeError, ValueError):
             pass  # kept before a field was added: followed again
+    if not follow_play and _stored_states(table, key) >= KEPT_STATES:
+        return None
     whole = cached_table(table, key, warn, mapped=True)
     if whole is None:
         return None
@@ -396,6 +404,14 @@ def length_and_stalls_at(
     if found.states >= KEPT_STATES:
         results.put_all({play_key(code): length_and_stalls_entry(found)})
     return found
+
+
+def _stored_states(table: Path, key: str) -> int:
+    """How many states the stored table holds (its header alone is read); 0 if it cannot be opened."""
+    try:
+        return TableReader(table, key).num_states
+    except (OSError, DamagedTableError):
+        return 0
 
 
 def keep_length_and_stalls(rules: RuleSet, code: int, result: SolveResult, cache_dir: Path) -> LengthAndStalls:
