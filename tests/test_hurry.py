@@ -18,6 +18,7 @@ from dict_game import LOSS, WIN, DictGame
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
+from solver.analysis.stalls import median_length
 from solver.certify import expected_length_and_distribution
 from solver.hurry import Hurried, fallback_marks
 from solver.solve import solve_from
@@ -103,8 +104,7 @@ def _lengths(game, root, result, turns=2000):
     play = play_from(game, result, root)
     ones = play.strategy
     mean, pmf = expected_length_and_distribution(play.graph, ones, ones, play.start, turns)
-    median = int(np.searchsorted(np.cumsum(pmf), 0.5) + 1)
-    return result.expected_length(result.index_of(root)), median
+    return result.expected_length(result.index_of(root)), median_length(pmf)
 
 
 SMALL = ("board=S*M", "health=1")

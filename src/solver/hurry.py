@@ -40,7 +40,7 @@ much, at least.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numba
 import numpy as np
@@ -153,11 +153,9 @@ def buzzer_graph(graph: GameGraph, ends: np.ndarray, exit_buzzer: np.ndarray, et
         1.0 - eta, terminals,
     )
     pay = np.where(np.asarray(ends, np.bool_), 1.0, (1.0 - eta) * np.asarray(exit_buzzer, np.float64))
-    return GameGraph(
-        states=graph.states, row_ptr=graph.row_ptr, row_actions=graph.row_actions, col_ptr=graph.col_ptr,
-        col_actions=graph.col_actions, cell_ptr=graph.cell_ptr, out_ptr=ptr, out_next=nxt, out_prob=prob,
-        terminal_payoff=sign * np.append(pay, 0.0), terminal_labels=graph.terminal_labels + ("buzzer",),
-        unending_payoff=0.0, action_labels=graph.action_labels,
+    return replace(
+        graph, out_ptr=ptr, out_next=nxt, out_prob=prob, terminal_payoff=sign * np.append(pay, 0.0),
+        terminal_labels=graph.terminal_labels + ("buzzer",), unending_payoff=0.0,
     )
 
 
@@ -326,34 +324,23 @@ def fallback_marks(p1_fell: np.ndarray, p2_fell: np.ndarray) -> np.ndarray:
 
 def scored_guarantees(
     p1_graphs: tuple[GameGraph, GameGraph], p2_graphs: tuple[GameGraph, GameGraph], row: np.ndarray, col: np.ndarray,
-    mirror: np.ndarray | None = None, guesses: tuple[np.ndarray, np.ndarray] | None = None,
+    mirror: np.ndarray | None = None,
 ) -> ScoredGuarantees:
     """Each side's exact guarantee with endless play scored 0 and 2u: the first
     of each pair of graphs scores it 0 (its exits paying that side's guarantee
     so scored), the second 2u. With `mirror` (strategies and exits mirrored
     between the seats), P2's are P1's at the twins."""
-    g0 = guesses[0] if guesses else None
-    g1 = guesses[1] if guesses else None
-    p1_u0 = best_response_values(p1_graphs[0], 0, row, g0)
-    p1_u1 = best_response_values(p1_graphs[1], 0, row, g1)
+    p1_u0 = best_response_values(p1_graphs[0], 0, row)
+    p1_u1 = best_response_values(p1_graphs[1], 0, row)
     if mirror is not None:
         # Seen from the other seat, endless play scored 0 is scored 2u, the total of the payoffs.
         total = p1_graphs[1].unending_payoff
         return ScoredGuarantees(p1_u0, total - p1_u1[mirror], p1_u1, total - p1_u0[mirror])
-    p2_u0 = best_response_values(p2_graphs[0], 1, col, g0)
-    p2_u1 = best_response_values(p2_graphs[1], 1, col, g1)
+    p2_u0 = best_response_values(p2_graphs[0], 1, col)
+    p2_u1 = best_response_values(p2_graphs[1], 1, col)
     return ScoredGuarantees(p1_u0, p2_u0, p1_u1, p2_u1)
 
 
-def scored(graph: GameGraph, unending: float, exit_payoff: np.ndarray | None = None, own: int | None = None) -> GameGraph:
-    """`graph` with endless play paying `unending` and, given `exit_payoff`,
-    its terminal outcomes from `own` on (the exits) paying that."""
-    pay = np.asarray(graph.terminal_payoff, np.float64)
-    if exit_payoff is not None:
-        pay = np.concatenate([pay[:own], np.asarray(exit_payoff, np.float64)])
-    return GameGraph(
-        states=graph.states, row_ptr=graph.row_ptr, row_actions=graph.row_actions, col_ptr=graph.col_ptr,
-        col_actions=graph.col_actions, cell_ptr=graph.cell_ptr, out_ptr=graph.out_ptr, out_next=graph.out_next,
-        out_prob=graph.out_prob, terminal_payoff=pay, terminal_labels=graph.terminal_labels,
-        unending_payoff=float(unending), action_labels=graph.action_labels,
-    )
+def scored(graph: GameGraph, unending: float) -> GameGraph:
+    """`graph` with endless play paying `unending`."""
+    return replace(graph, unending_payoff=float(unending))
