@@ -3,6 +3,7 @@ every block read is verified, damage is detected as by a full load."""
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 
 import numpy as np
@@ -12,7 +13,7 @@ from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
 from rules.charge_spark.state import initial_position
 from solver import cache
-from solver.cache import DamagedTableError, save_table, table_path
+from solver.cache import FIRST_CODES, DamagedTableError, save_table, table_path
 from solver.solve import solve_from
 from solver.table_reader import TableReader
 from solver.tables import stored_part
@@ -92,3 +93,129 @@ def test_truncated_or_foreign_files_are_refused_on_opening(stored):
     path.write_bytes(data)
     with pytest.raises(DamagedTableError, match="expected"):
         TableReader(path, "0123456789ab")
+
+
+PER_BLOCK = (1 << 14) // 8  # codes in a block of `states`, with the fixture's blocks
+
+
+def _rewrite_header(path, change):
+    """Rewrite the table's header with `change` applied to it (the arrays kept as they are)."""
+    with np.load(path) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    header = json.loads(arrays.pop("header").tobytes())
+    change(header)
+    np.savez(path, header=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)
+
+
+def _without_index(path):
+    """`path` as written before the index: its header has no first codes."""
+    _rewrite_header(path, lambda header: header.pop(FIRST_CODES))
+    return path
+
+
+def _probes(states: np.ndarray) -> np.ndarray:
+    """Codes worth looking up: held ones at and around every block edge, a sample
+    of the rest, and codes the table does not hold (between, below, above)."""
+    edges = np.arange(0, states.size, PER_BLOCK)
+    around = np.concatenate([edges - 1, edges, edges + 1, np.arange(0, states.size, 97), [states.size - 1]])
+    at = np.unique(np.clip(around, 0, states.size - 1))
+    held = states[at]
+    return np.concatenate([held, held - 1, held + 1, [states[-1] + 10**6]])  # +-1: held or in a gap
+
+
+def _looked_up(reader: TableReader, code: int) -> int | None:
+    try:
+        return reader.index_of(code)
+    except KeyError:
+        return None
+
+
+def _old_copy(path, directory):
+    """A copy of the table at `path` in `directory`, as written before the index."""
+    directory.mkdir()
+    copy = directory / path.name
+    copy.write_bytes(path.read_bytes())
+    _without_index(copy)
+    return copy
+
+
+def test_the_header_holds_the_first_code_of_each_block_of_states(stored):
+    path, key, _, _, result = stored
+    assert TableReader(path, key).header[FIRST_CODES] == np.asarray(result.states)[::PER_BLOCK].tolist()
+
+
+def test_the_index_finds_every_state_as_the_binary_search_does(stored, tmp_path):
+    path, key, _, _, result = stored
+    indexed, searched = TableReader(path, key), TableReader(_old_copy(path, tmp_path / "old"), key)
+    assert indexed.indexed and not searched.indexed
+    states = np.asarray(result.states)
+    assert states.size > 10 * PER_BLOCK
+    for code in _probes(states):
+        at = int(np.searchsorted(states, code))
+        expected = at if at < states.size and states[at] == code else None
+        assert _looked_up(indexed, int(code)) == _looked_up(searched, int(code)) == expected
+    sample = np.random.default_rng(5).choice(states.size, size=300, replace=False)  # unsorted, as a query's successors
+    np.testing.assert_array_equal(indexed.indices_of(states[sample]), sample)
+    np.testing.assert_array_equal(searched.indices_of(states[sample]), sample)
+    np.testing.assert_array_equal(TableReader(path, key).indices_of(states), np.arange(states.size))
+    with pytest.raises(KeyError):
+        indexed.indices_of(np.array([states[0], states[-1] + 1]))
+
+
+def test_a_table_written_without_the_index_is_still_read(stored, tmp_path):
+    path, key, game, root, result = stored
+    old = _old_copy(path, tmp_path / "old")
+    reference = ReferenceChargeSparkGame(RULES)
+    part = stored_part(old, key, root, reference)
+    assert not TableReader(old, key).indexed
+    assert part is not None and part.answer(root, reference) == result.answer(root, game)
+    assert stored_part(old, key, 12345, reference) is None and old.exists()
+
+
+def test_one_lookup_verifies_at_most_two_blocks_of_the_states(stored, tmp_path):
+    path, key, _, root, result = stored
+    states = np.asarray(result.states)
+    for code in [root, *_probes(states)]:
+        reader = TableReader(path, key)
+        _looked_up(reader, int(code))
+        assert 1 <= len(reader._verified["states"]) <= 2
+    reader = TableReader(path, key)
+    reader.index_of(int(states[PER_BLOCK + 5]))  # inside a block: that block alone
+    assert reader._verified == {"states": {1}}
+    searched = TableReader(_old_copy(path, tmp_path / "old"), key)
+    searched.index_of(int(states[PER_BLOCK + 5]))
+    assert len(searched._verified["states"]) > 2  # what the index saves
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda first: first.reverse(), "is not sorted"),
+    (lambda first: first.pop(), "has 15 entries, expected 16"),
+    (lambda first: first.append(first[-1] + 1), "has 17 entries, expected 16"),
+    (lambda first: first.__setitem__(3, str(first[3])), "is not a list of whole numbers"),
+    (lambda first: first.__setitem__(3, float(first[3])), "is not a list of whole numbers"),
+    (lambda first: first.__setitem__(-1, 2**64), "holds a code out of the range of int64"),
+])
+def test_a_malformed_index_is_refused_on_opening(stored, damage, message):
+    path, key, _, _, result = stored
+    assert -(-result.num_states // PER_BLOCK) == 16
+    _rewrite_header(path, lambda header: damage(header[FIRST_CODES]))
+    with pytest.raises(DamagedTableError, match=f"index of the states {message}"):
+        TableReader(path, key)
+
+
+def test_an_index_that_does_not_match_the_states_never_finds_a_wrong_state(stored):
+    path, key, _, _, result = stored
+    states = np.asarray(result.states)
+    block = 5
+    first, last_before = int(states[block * PER_BLOCK]), int(states[block * PER_BLOCK - 1])
+    for moved in (first + 1, last_before + 1 if last_before + 1 < first else first - 1):  # still sorted, now wrong
+        _rewrite_header(path, lambda header: header[FIRST_CODES].__setitem__(block, moved))
+        reader = TableReader(path, key)  # opens: the damage shows only against the block
+        for code in (first, int(states[block * PER_BLOCK + 3])):
+            with pytest.raises(DamagedTableError, match="index of the states does not match block 5"):
+                TableReader(path, key).index_of(code)
+        with pytest.raises(DamagedTableError, match="does not match block 5"):
+            reader.indices_of(states[::1000])
+    warnings = []
+    assert stored_part(path, key, first, ReferenceChargeSparkGame(RULES), warnings.append) is None
+    assert not path.exists() and "does not match block 5" in warnings[0]

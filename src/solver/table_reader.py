@@ -5,6 +5,13 @@ successors. The arrays are memory-mapped straight out of the `.npz` (stored
 uncompressed), and every block of `cache.BLOCK_BYTES` is checked against the
 header's digest the first time anything in it is read, so a damaged file is
 still never used: it raises `DamagedTableError` like a full load.
+
+A state is found through the header's first code of each block of `states`
+(`cache.FIRST_CODES`): bisecting those needs no file access, then the one
+block that can hold the code is read (and the next one's first code, when the
+code lies past the block's last). Every entry used is checked against the
+verified block, so a damaged index raises `DamagedTableError`, never finds a
+wrong state. A table written without the index is binary-searched, a state a probe.
 """
 
 from __future__ import annotations
@@ -15,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import BLOCK_BYTES, DamagedTableError, _inconsistency, block_digest, checked_header, result_from
+from .cache import (
+    BLOCK_BYTES, FIRST_CODES, DamagedTableError, _inconsistency, block_digest, checked_header, result_from,
+)
 from .result import ARRAY_FIELDS, PER_STATE_HURRY, HurryFigures, SolveResult
 
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local file header
@@ -41,6 +50,24 @@ class TableReader:
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError, struct.error) as error:
             raise DamagedTableError(f"{self.path}: unreadable ({type(error).__name__}: {error})") from None
         self.num_states = int(self._arrays["states"].shape[0])
+        self._first_codes = self._checked_first_codes()
+
+    def _checked_first_codes(self) -> np.ndarray | None:
+        """The header's first code of each block of `states`, checked for kind,
+        length and order; None in a table written without them."""
+        listed = self.header.get(FIRST_CODES)
+        if listed is None:
+            return None
+        states = self._arrays["states"]
+        problem = _index_problem(listed, states.dtype, self.num_states)
+        if problem:
+            raise DamagedTableError(f"{self.path}: the header's index of the states {problem}")
+        return np.array(listed, np.int64)
+
+    @property
+    def indexed(self) -> bool:
+        """Whether states are found through the header's index (else binary-searched)."""
+        return self._first_codes is not None
 
     def _map(self, members: dict, name: str) -> np.ndarray:
         info = members.get(f"{name}.npy")
@@ -128,6 +155,63 @@ class TableReader:
 
     def index_of(self, code: int) -> int:
         """Index of the state `code`; KeyError if the table does not hold it."""
+        if self._first_codes is None:
+            return self._searched_index_of(code)
+        if not np.iinfo(np.int64).min <= code <= np.iinfo(np.int64).max:
+            raise KeyError(code)
+        return int(self.indices_of(np.array([code], np.int64))[0])
+
+    def indices_of(self, codes: np.ndarray) -> np.ndarray:
+        """Index of each of `codes`; KeyError (naming one) if the table does not hold them all."""
+        codes = np.asarray(codes, np.int64).reshape(-1)
+        if self._first_codes is None:
+            return np.array([self._searched_index_of(int(c)) for c in codes], np.int64)
+        at, held = self._indexed_positions(codes)
+        if not held.all():
+            raise KeyError(int(codes[~held][0]))
+        return at
+
+    def _indexed_positions(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where each of `codes` is, or would be inserted, in `states` (as
+        `np.searchsorted`), and whether it is there: the blocks the header's
+        index points at are read, verified, and searched together."""
+        held = np.zeros(codes.size, np.bool_)
+        if self.num_states == 0 or codes.size == 0:
+            return np.zeros(codes.size, np.int64), held
+        per_block = BLOCK_BYTES // self._row_bytes("states")
+        block = np.maximum(np.searchsorted(self._first_codes, codes, side="right") - 1, 0)
+        needed = np.unique(block)
+        pieces = [self._states_block(int(b), per_block) for b in needed]
+        sizes = np.array([piece.size for piece in pieces], np.int64)
+        piece_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        piece = np.searchsorted(needed, block)
+        # The blocks in order are sorted, and no code lies below its block's first code nor at or
+        # above the next block's: each code's place in them all is in its own block or just past it.
+        local = np.concatenate(pieces)
+        within = np.searchsorted(local, codes) - piece_start[piece]
+        if np.any(within < 0) or np.any(within > sizes[piece]):  # only if the codes were stored unsorted
+            raise DamagedTableError(f"{self.path}: inconsistent arrays (states are not sorted)")
+        inside = within < sizes[piece]
+        held[inside] = local[(piece_start[piece] + within)[inside]] == codes[inside]
+        for b in np.unique(block[~inside]):  # past its block's last code: the next block must start above it
+            if b + 1 < self._first_codes.size:
+                self._states_block(int(b) + 1, per_block, first_only=True)
+        return block * per_block + within, held
+
+    def _states_block(self, block: int, per_block: int, first_only: bool = False) -> np.ndarray:
+        """The codes of block `block` of `states` (its first alone if `first_only`),
+        verified, and checked against the header's index."""
+        lo = block * per_block
+        codes = self.take("states", lo, lo + 1 if first_only else min(self.num_states, lo + per_block))
+        if codes[0] != self._first_codes[block]:
+            raise DamagedTableError(
+                f"{self.path}: the header's index of the states does not match block {block}"
+                " (the file was changed or damaged)"
+            )
+        return codes
+
+    def _searched_index_of(self, code: int) -> int:
+        """`index_of` in a table without an index: a binary search, reading one state per probe."""
         lo, hi = 0, self.num_states
         while lo < hi:  # binary search, reading one state per probe
             mid = (lo + hi) // 2
@@ -142,9 +226,9 @@ class TableReader:
     def part(self, codes: np.ndarray) -> SolveResult:
         """A `SolveResult` holding only the states `codes` (each must be in the
         table), with the whole table's size and certificate."""
-        index = np.array(sorted({self.index_of(int(c)) for c in codes}), np.int64)
+        index = np.unique(self.indices_of(codes))
         per_state = {
-            name: np.concatenate([self.take(name, i, i + 1) for i in index]) if index.size else self.take(name, 0, 0)
+            name: self.rows(name, index)
             for name in (
                 "states", "values", "terminal_probability", "unending_probability", "ending_turns", "p1_guarantee",
                 "p2_guarantee", *PER_STATE_HURRY,
@@ -169,3 +253,21 @@ class TableReader:
                 int(whole.get("standoff_states", -1)),
             ),
         )
+
+
+def _index_problem(listed, dtype: np.dtype, num_states: int) -> str | None:
+    """What is wrong with a header's first codes of the blocks of `num_states`
+    states of `dtype`, or None."""
+    if dtype != np.int64 or BLOCK_BYTES % dtype.itemsize:
+        return f"is of no use with codes of dtype {dtype}"
+    if not isinstance(listed, list) or not all(type(code) is int for code in listed):
+        return "is not a list of whole numbers"
+    blocks = -(-num_states * dtype.itemsize // BLOCK_BYTES)
+    if len(listed) != blocks:
+        return f"has {len(listed)} entries, expected {blocks} (one a block)"
+    info = np.iinfo(dtype)
+    if listed and not info.min <= min(listed) <= max(listed) <= info.max:
+        return f"holds a code out of the range of {dtype}"
+    if any(a >= b for a, b in zip(listed, listed[1:])):
+        return "is not sorted"
+    return None
