@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
-import json
 import math
 import os
 import signal
@@ -20,6 +18,7 @@ from click.testing import CliRunner
 
 from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, RulesError, apply_overrides
+from solver import jobs as jobs_module
 from solver import sweep as sweep_module
 from solver.cli import main
 from solver.sweep import (
@@ -27,8 +26,8 @@ from solver.sweep import (
 )
 from solver.sweep_page import sweep_page
 
-SRC = Path(__file__).resolve().parent.parent / "src"
-DASK = Path(sys.executable).parent / "dask"
+from cluster import SRC, dask_cluster
+
 BASE = ["--set", "health=1", "--set", "bonus_cards="]
 # 12 rule sets of about a second each: a small board, one health, no bonus cards.
 GRID = ["--grid", "cost.lightning.battery=2,3,4", "--grid", "cost.counter.disc=1,3", "--grid", "board=SM,S.M"]
@@ -55,49 +54,6 @@ def results_only(rows: list[dict[str, str]]) -> list[dict[str, str]]:
 
 
 # ---------------------------------------------------------------- a real cluster
-
-
-@contextlib.contextmanager
-def dask_cluster(tmp_path: Path, workers: int = 2):
-    """A `dask scheduler` and `workers` single-threaded `dask worker` processes on
-    loopback (no nanny, so a worker's pid is the worker). Yields the scheduler
-    address and the worker processes by name."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
-    scheduler_file = tmp_path / "scheduler.json"
-    common = ["--no-dashboard"]
-    procs: list[subprocess.Popen] = []
-    log = open(tmp_path / "dask.log", "wb")
-    try:
-        procs.append(subprocess.Popen(
-            [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0", "--scheduler-file", str(scheduler_file),
-             *common], env=env, stdout=log, stderr=log,
-        ))
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists() or not scheduler_file.read_text().strip():
-            assert time.monotonic() < deadline, "the scheduler did not start"
-            time.sleep(0.2)
-        address = json.loads(scheduler_file.read_text())["address"]
-        named = {}
-        for i in range(workers):
-            named[f"w{i}"] = subprocess.Popen(
-                [str(DASK), "worker", address, "--name", f"w{i}", "--nworkers", "1", "--nthreads", "1",
-                 "--no-nanny", "--host", "127.0.0.1", *common], env=env, stdout=log, stderr=log,
-            )
-            procs.append(named[f"w{i}"])
-        from distributed import Client
-
-        with Client(address, timeout="30s") as client:
-            client.wait_for_workers(workers, timeout=60)
-        yield address, named
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        log.close()
 
 
 def test_a_sweep_through_a_scheduler_gives_the_rows_of_a_local_sweep(tmp_path):
@@ -208,7 +164,7 @@ def test_a_bad_grid_is_one_line_and_exit_two_before_any_worker_starts(args, name
     def no_cluster(*_args, **_kwargs):
         raise AssertionError("a cluster was started for a bad grid")
 
-    monkeypatch.setattr(sweep_module, "dask_client", no_cluster)
+    monkeypatch.setattr(jobs_module, "dask_client", no_cluster)
     result = run("sweep", *args)
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
@@ -216,7 +172,7 @@ def test_a_bad_grid_is_one_line_and_exit_two_before_any_worker_starts(args, name
 
 
 def test_an_unreachable_scheduler_is_one_line(monkeypatch):
-    monkeypatch.setattr(sweep_module, "CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(jobs_module, "CONNECT_TIMEOUT", "1s")
     result = run("sweep", *BASE, "--grid", "board=SM", "--scheduler", "tcp://127.0.0.1:1")
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()

@@ -38,7 +38,8 @@ from .cache import CACHE_ENV, default_cache_dir, table_path
 from .files import OutputError, check_writable, write_text_atomically
 from .graph import GraphTooLargeError
 from .result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
-from .sweep import SchedulerError, SweepError
+from .jobs import SchedulerError, WorkersLostError
+from .sweep import SweepError
 from .tables import solve_to_boundary, solved_table, stored_part
 
 if TYPE_CHECKING:  # imported where used: scipy's solvers are no part of the other commands' start
@@ -51,7 +52,7 @@ def usable_cores() -> int:
     return cores()
 
 USER_ERRORS = (  # and OutputError, below
-    RulesError, PositionError, UnknownCardError, GraphTooLargeError, SchedulerError, SweepError,
+    RulesError, PositionError, UnknownCardError, GraphTooLargeError, SchedulerError, SweepError, WorkersLostError,
 )
 CERTIFICATE_BOUND = 1e-9
 _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM}
@@ -309,12 +310,15 @@ def answer_at(
                    " reports/charge-and-spark-FINGERPRINT.html otherwise).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Solves run at once (default 2, fewer when that many would not fit in memory together).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Run the further solves (restricted games, rule variants) on this Dask scheduler's workers, e.g."
+                   " tcp://10.0.0.5:8786, started with --memory-limit 0; the rest runs here.")
 @click.option("--sections", "section_names", default=None, metavar="NAME,...",
               help="Only these sections (headline, usage, strength, sensitivity, positions, skill; the headline is"
                    " always in); the report says which it leaves out. Default: all.")
 @click.pass_context
 def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None,
-           output: str | None, workers: int | None, section_names: str | None) -> None:
+           output: str | None, workers: int | None, scheduler: str | None, section_names: str | None) -> None:
     """Write the HTML balance report of the rules in force (one self-contained file).
 
     Every part is kept in the cache as soon as it is computed: running the
@@ -327,7 +331,11 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
         sections = chosen_sections(section_names)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--sections") from None
+    if scheduler and workers:
+        raise click.UsageError("--workers sizes the solves run here; a --scheduler's cluster has its own")
     rule_set = rules_in_force(rules_file, overrides)
+    # Connected (and its workers checked) before anything is written: an unusable cluster leaves no trace.
+    client = ctx.with_resource(report_cluster(scheduler))
     path = Path(output) if output else default_report_path(rule_set)
     if not output:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -345,10 +353,24 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
                                         " kept in the cache: run the report again to resume")
 
     built = build_report(rule_set, cache_dir, workers=workers, show_progress=sys.stderr.isatty(), log=note,
-                         sections=sections, on_partial=show_partial)
+                         sections=sections, on_partial=show_partial, client=client)
     write_text_atomically(path, render_report(built))
     partial.remove()
     click.echo(f"wrote {path} in {time.perf_counter() - started:.1f} s")
+
+
+@contextlib.contextmanager
+def report_cluster(scheduler: str | None):
+    """A client of the Dask cluster at `scheduler` whose workers suit the report's solves (None without one)."""
+    if scheduler is None:
+        yield None
+        return
+    from .jobs import dask_client
+    from .report.solves import cluster_slots
+
+    with dask_client(scheduler) as client:
+        cluster_slots(client)
+        yield client
 
 
 def default_report_path(rule_set: RuleSet) -> Path:
@@ -465,7 +487,8 @@ def sweep(
     """Solve every combination of the --grid values (reusing cached tables) and
     write one CSV row per rule set: the varied keys, fingerprint, value at the
     start, outcome split, expected length and solve time."""
-    from .sweep import CsvRows, dask_client, grid_points, parse_grid, run_sweep
+    from .jobs import dask_client
+    from .sweep import CsvRows, grid_points, parse_grid, run_sweep
 
     if scheduler and workers:
         raise click.UsageError("--workers sizes the local cluster; a --scheduler's cluster has its own")

@@ -7,8 +7,9 @@ set as it finishes. `CsvRows` writes rows as they arrive, so an interrupted
 sweep keeps what it finished; the cache keeps the tables, so running the
 sweep again only solves what is missing.
 
-Workers need this package importable (a local cluster inherits it); for an
-existing cluster, install it on every worker.
+The rule sets run through `jobs.run_jobs` on Dask. Workers need this package
+importable (a local cluster inherits it); for an existing cluster, install it
+on every worker.
 """
 
 from __future__ import annotations
@@ -16,22 +17,18 @@ from __future__ import annotations
 import contextlib
 import csv
 import itertools
-import logging
 import math
-import os
 import time
-import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
-
-from tqdm import tqdm
 
 from rules.charge_spark.config import RuleSet, RulesError, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 
 from .graph import GraphTooLargeError
+from .jobs import dask_client, run_jobs, worker_memory_limit
 from .tables import solved_table, warn_on_stderr
 
 # Dask and the solver's kernels are imported where a sweep runs, so the CLI starts without them.
@@ -43,11 +40,6 @@ MAX_POINTS = 10_000
 """Largest grid accepted: far beyond any sweep worth running, small enough to list."""
 RETRIES = 2
 """Extra attempts for a task whose worker raised; Dask also reruns the tasks of a lost worker."""
-CONNECT_TIMEOUT = "10s"
-
-
-class SchedulerError(OSError):
-    """The Dask scheduler named by the user cannot be reached (the message says where and why)."""
 
 
 class SweepError(RuntimeError):
@@ -165,16 +157,6 @@ class SweepRow:
         return self.error is None
 
 
-def worker_memory_limit() -> int | None:
-    """Bytes the Dask worker running this may use (None outside a worker, or if unlimited)."""
-    try:
-        from distributed import get_worker
-
-        return int(get_worker().memory_manager.memory_limit or 0) or None
-    except (ImportError, ValueError, AttributeError):
-        return None
-
-
 def state_limit(max_states: int | None, per_state: int | None = None) -> tuple[int | None, str | None]:
     """The most states a solve on this worker may enumerate, and what to say if
     that refuses a rule set (None: the solve's own message says it). Workers
@@ -231,34 +213,18 @@ def solve_row(rules: RuleSet, cache_dir: str | None, max_states: int | None) -> 
 # --------------------------------------------------------------- execution
 
 
-def machine_cores() -> int:
-    """Cores this process may run on (a container's or taskset's limit included)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
+@dataclass(frozen=True)
+class SweepJob:
+    """One rule set to solve: what a worker needs (the arguments of `solve_row`)."""
+
+    rules: RuleSet
+    cache_dir: str | None
+    max_states: int | None
 
 
-@contextlib.contextmanager
-def dask_client(scheduler: str | None = None, workers: int | None = None) -> Iterator[Client]:
-    """A client of the scheduler at `scheduler`, else of a local cluster of
-    `workers` single-threaded processes (default one per core); closed (and
-    the local cluster shut down) on the way out, interrupts included."""
-    from distributed import Client, LocalCluster
-
-    if scheduler:
-        try:
-            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
-        except (OSError, ValueError, TypeError) as error:
-            raise SchedulerError(f"cannot reach the Dask scheduler at {scheduler}: {error}") from None
-        with client:
-            yield client
-        return
-    with LocalCluster(
-        n_workers=workers or machine_cores(), threads_per_worker=1, processes=True, dashboard_address=None,
-        silence_logs=logging.ERROR,  # a cancelled task or a slow worker exit is no news
-    ) as cluster, Client(cluster) as client:
-        yield client
+def solve_job(job: SweepJob) -> SweepRow:
+    """`solve_row` of one job: the function a worker runs."""
+    return solve_row(job.rules, job.cache_dir, job.max_states)
 
 
 def run_sweep(
@@ -287,9 +253,9 @@ def run_sweep(
     finish); the list returned is in the order of `rule_sets` (`row.index`).
     A rule set too large to solve gives a row with `error` set. A task whose
     worker raises is tried `retries` more times, and one whose worker dies is
-    rerun on another; a task that still fails raises here. On any exit,
-    interrupts included, the tasks left are cancelled and a local cluster is
-    shut down.
+    rerun on another (`jobs.WorkersLostError` if one kills every worker it
+    is given); a task that still fails raises here. On any exit, interrupts
+    included, the tasks left are cancelled and a local cluster is shut down.
     """
     rule_sets = list(rule_sets)
     indices_of: dict[str, list[int]] = {}
@@ -298,33 +264,20 @@ def run_sweep(
     if not rule_sets:
         return []
     cache = str(Path(cache_dir).resolve()) if cache_dir is not None else None
+    groups = list(indices_of.values())  # one job a fingerprint, answering every rule set of it
     rows: list[SweepRow | None] = [None] * len(rule_sets)
-    from distributed import as_completed
+
+    def answered(job: int, solved: SweepRow) -> None:
+        for i in groups[job]:
+            rows[i] = replace(solved, index=i, rules=rule_sets[i])
+            if on_row is not None:
+                on_row(rows[i])
 
     with contextlib.ExitStack() as stack:
         if client is None:
             client = stack.enter_context(dask_client(scheduler, workers))
-        bar = stack.enter_context(
-            tqdm(total=len(rule_sets), desc="solving", unit=" rule sets", disable=not show_progress)
-        )
-        token = uuid.uuid4().hex[:8]  # keys unique to this sweep, on a cluster other clients share
-        futures = [
-            client.submit(
-                solve_row, rule_sets[indices[0]], cache, max_states,
-                key=f"charge-spark-{key}-{token}", pure=False, retries=retries,
-            )
-            for key, indices in indices_of.items()
-        ]
-        try:
-            for future in as_completed(futures):
-                solved = future.result()
-                for i in indices_of[solved.fingerprint]:
-                    rows[i] = replace(solved, index=i, rules=rule_sets[i])
-                    if on_row is not None:
-                        on_row(rows[i])
-                    bar.update(1)
-        finally:
-            client.cancel(futures)  # no-op for the finished ones
+        run_jobs(solve_job, [SweepJob(rule_sets[indices[0]], cache, max_states) for indices in groups],
+                 client=client, retries=retries, unit=" rule sets", show_progress=show_progress, on_answer=answered)
     return [row for row in rows if row is not None]
 
 

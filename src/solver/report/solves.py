@@ -2,32 +2,54 @@
 card (strength) and one game per rule variant (sensitivity), about 30.
 
 Each answer is kept in the results cache the moment it is known, so an
-interrupted report resumes where it left off. As many run side by side as
-fit in memory together (by the rules' size estimate), in one queue of
-worker processes (no memory-policing cluster: a solve's memory-mapped
-arrays count as its resident memory, and a cluster's nanny would kill it
-for them); when only one fits, they run one after another in this process,
-each on every core, saying which solve is running and how many remain."""
+interrupted report resumes where it left off. They run through
+`jobs.run_jobs`, in one of two ways:
+- here: as many side by side as fit in memory together (by the rules' size
+  estimate), in one queue of local worker processes; when only one fits,
+  one after another in this process, each on every core, saying which solve
+  is running and how many remain. A worker process that dies leaves the
+  solves not yet answered to run that way.
+- on a Dask cluster (`report --scheduler`): one solve a worker thread, one
+  core each, answers (small summaries) sent back here and kept in this
+  machine's results cache. A job carries its rules and this machine's cache
+  directory; a worker that cannot write there (another machine) stores a
+  variant's table in its own default cache. A solve that kills every worker
+  it is given stops the report with an error (the answers had are kept).
+
+Memory: a solve's memory-mapped arrays (its working figures, and the table it
+reads back) count as its resident memory. A Dask worker with a memory limit
+would be paused, then killed by its nanny, for them, so `cluster_slots`
+refuses a cluster whose workers have one: they must run with
+`--memory-limit 0`, leaving each solve to the solver's own memory check (of
+the memory available, which counts mapped file pages as reclaimable, as
+they are), as here. A solve lets its mapped table go before it answers, so
+a worker's memory falls back between solves."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rules.charge_spark.config import RuleSet
 from rules.charge_spark.notation import parse_position
 from rules.charge_spark.size import estimate_reachable
 
-from ..analysis.parallel import run_all, solves_at_once, states_that_fit
+from ..analysis.parallel import solves_at_once, states_that_fit
 from ..analysis.restricted import RestrictedJob, RestrictedValue, value_without
 from ..analysis.results_cache import ResultsCache
 from ..analysis.sensitivity import Skipped, Variant, VariantJob, VariantSummary, summarise_variant, variant_key
+from ..jobs import (
+    SchedulerError, WorkersLostError, cluster_threads, cluster_workers, memory_limits, run_jobs, writable_dir,
+)
 from ..solve import LAYERED_BYTES_PER_STATE, usable_cores
 from ..summary import LENGTH_TURNS
 from .entries import variant_entry, variant_from
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 Log = Callable[[str], None]
 
@@ -42,6 +64,7 @@ class SolvePlan:
     done: int = 0  # solves finished so far in this run
     time_left: str = ""  # what the solves left take at the pace so far, once one has finished
     first: Variant | None = None  # the variant the findings box reads: its length distribution is computed too
+    where: str = ""  # " on the Dask cluster at ADDRESS" when they run there
 
     @property
     def total(self) -> int:
@@ -53,15 +76,34 @@ class SolvePlan:
 
 def plan_solves(
     rules: RuleSet, cards: Sequence[str], variants: Sequence[Variant], results: ResultsCache, workers: int | None,
-    first: Variant | None = None,
+    first: Variant | None = None, client: Client | None = None,
 ) -> SolvePlan:
     """The solves not in `results`: the restricted games, then the variants,
     `first` (the one the findings box reads) ahead of the others, so that a
-    report read while it runs answers its question as early as it can."""
+    report read while it runs answers its question as early as it can. On
+    `client`'s cluster as many run at once as its workers have threads."""
     cards = [card for card in cards if results.get(restricted_key(card)) is None]
     variants = sorted((v for v in variants if results.get(variant_key(v)) is None), key=lambda v: v != first)
+    if client is not None:
+        return SolvePlan(cards, variants, cluster_slots(client), first=first,
+                         where=f" on the Dask cluster at {client.scheduler.address}")
     estimates = [float(estimate_reachable(rules))] * bool(cards) + [_estimate(v) for v in variants]
     return SolvePlan(cards, variants, solves_at_once(estimates, LAYERED_BYTES_PER_STATE, workers), first=first)
+
+
+def cluster_slots(client: Client) -> int:
+    """The solves `client`'s cluster runs at once (one a worker thread);
+    `SchedulerError` if it has no workers, or workers whose memory Dask
+    polices (see the module docstring)."""
+    workers = cluster_workers(client)
+    limited = memory_limits(workers)
+    if limited:
+        name, limit = next(iter(limited.items()))
+        raise SchedulerError(
+            f"{len(limited)} of {len(workers)} Dask workers at {client.scheduler.address} have a memory limit"
+            f" (worker {name}: {limit / 1e9:.1f} GB); a solve's memory-mapped tables count toward it and get the"
+            " worker paused or killed: start the workers with --memory-limit 0")
+    return cluster_threads(workers)
 
 
 def _estimate(variant: Variant) -> float:
@@ -85,13 +127,18 @@ def kept_variants(variants: Sequence[Variant], results: ResultsCache) -> dict[Va
 
 
 def further_solve(job: RestrictedJob | VariantJob) -> RestrictedValue | VariantSummary | Skipped:
-    """One further solve: a restricted game or a variant (what a worker process runs)."""
-    return value_without(job) if isinstance(job, RestrictedJob) else summarise_variant(job)
+    """One further solve: a restricted game or a variant (what a worker runs). A
+    variant's table goes to the job's cache directory where this process may
+    write, else (a cluster's worker on another machine) to its own default cache."""
+    if isinstance(job, RestrictedJob):
+        return value_without(job)
+    return summarise_variant(replace(job, cache_dir=writable_dir(job.cache_dir)))
 
 
 def further_solves(
     rules: RuleSet, cards: Sequence[str], variants: Sequence[Variant], cache_dir: Path, plan: SolvePlan,
     results: ResultsCache, *, show_progress: bool, log: Log, on_kept: Callable[[], None] = lambda: None,
+    client: Client | None = None,
 ) -> tuple[list[RestrictedValue], list[VariantSummary | Skipped]]:
     """The value of the game with P1 barred from each card (`cards` in order)
     and each variant's start summary or why it could not be had (`variants`
@@ -99,13 +146,15 @@ def further_solves(
     at a time (a core each), so that no core waits for the last solve of one
     kind before the next kind starts. Each answer is kept in `results` as it
     comes, then `on_kept()`. A worker process that dies (killed for memory,
-    say) leaves the solves not yet kept to run one at a time here."""
+    say) leaves the solves not yet kept to run one at a time here. With
+    `client`, they run on its Dask cluster instead, whatever `plan.at_once`;
+    `WorkersLostError` if the cluster gives up on some."""
     labels = [f"P1 may not play {card}" for card in plan.cards] + [v.label for v in plan.variants]
     options = {"workers": 1, "show_progress": False}
     # The findings box gives its variant's median game length beside the headline's: a
     # stalling tail of a few games in a thousand can put the mean in the thousands of turns.
     jobs = [RestrictedJob(rules, card, **options) for card in plan.cards] + [
-        VariantJob(v, str(cache_dir), length_turns=LENGTH_TURNS if v == plan.first else 0, **options)
+        VariantJob(v, str(Path(cache_dir).resolve()), length_turns=LENGTH_TURNS if v == plan.first else 0, **options)
         for v in plan.variants]
 
     started = time.perf_counter()
@@ -131,11 +180,13 @@ def further_solves(
         fresh[i] = answer
         keep(i, answer)
 
-    if plan.at_once > 1 and len(jobs) > 1:
+    if client is not None or (plan.at_once > 1 and len(jobs) > 1):
         try:
-            run_all(further_solve, jobs, workers=plan.at_once, description="further solves",
-                    show_progress=show_progress, on_answer=finished)
-        except BrokenProcessPool:
+            run_jobs(further_solve, jobs, workers=plan.at_once, client=client, description="further solves",
+                     show_progress=show_progress, on_answer=finished)
+        except WorkersLostError as lost:
+            if client is not None:
+                raise _given_up(lost, labels) from None
             log("a solve's process died (out of memory?); the solves left run one at a time")
     for i, job in enumerate(jobs):
         if i not in fresh:
@@ -148,6 +199,16 @@ def further_solves(
     kept = kept_variants([v for v in variants if v not in by_variant], results)
     return ([by_card[card] if card in by_card else kept_cards[card] for card in cards],
             [by_variant[v] if v in by_variant else kept[v] for v in variants])
+
+
+def _given_up(lost: WorkersLostError, labels: Sequence[str]) -> WorkersLostError:
+    """What to say when a cluster gives up on solves: they are not run here
+    instead, as this machine is usually the one that cannot hold them."""
+    names = "; ".join(labels[i] for i in lost.unanswered)
+    return WorkersLostError(
+        f"the Dask cluster gave up on {len(lost.unanswered)} further solves whose workers kept dying (out of"
+        f" memory?): {names}; the solves answered are kept in the cache: run the report again to resume (without"
+        " --scheduler to solve the rest here)", lost.unanswered)
 
 
 def time_left(elapsed: float, done: int, left: int) -> str:
