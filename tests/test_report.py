@@ -213,7 +213,7 @@ def test_second_report_reuses_the_cache(report, tmp_path):
     result = run("report", *SMALL, "--out", str(tmp_path / "again.html"), "--cache-dir", str(cache))
     assert result.exit_code == 0, result.output
     html = (tmp_path / "again.html").read_text()
-    assert "(the rules' table came from the cache)" in html
+    assert _made_rows(html) and all(row[3] != "computed" for row in _made_rows(html))
     assert "(cached)" in html
     assert time.perf_counter() - started < max(10.0, first / 2)
 
@@ -286,7 +286,7 @@ def _body(html: str) -> str:
     """The page without what changes from run to run (when it was made, the seconds taken, what came from the cache)."""
     html = re.sub(r"generated [^<]*</p>", "", html)
     html = re.sub(r"<td>[0-9.]+( \(cached\))?</td></tr>", "<td></td></tr>", html)  # a variant's solve time
-    return re.sub(r"Time per section \(seconds\):[^<]*", "", html)
+    return re.sub(r'<footer id="how-made">.*</footer>', "", html, flags=re.S)
 
 
 def test_second_report_has_the_same_content(report, tmp_path):
@@ -494,24 +494,24 @@ def test_the_variant_the_findings_box_reads_is_solved_before_the_other_variants(
 
 
 def test_a_dead_solve_process_leaves_the_rest_of_the_queue_to_run_one_at_a_time(tmp_path, monkeypatch):
-    from concurrent.futures.process import BrokenProcessPool
-
     import solver.report.solves as solves
     from rules.charge_spark.config import RuleSet, apply_overrides
     from solver.analysis.results_cache import ResultsCache
     from solver.analysis.sensitivity import VariantSummary, sensitivity_variants, variant_key
+    from solver.jobs import WorkersLostError
 
     rules = apply_overrides(RuleSet(), [SMALL[i + 1] for i in range(0, len(SMALL), 2)])
     variants = sensitivity_variants(rules)[0][:2]
     results = ResultsCache(tmp_path, "rules")
     plan = solves.SolvePlan(["spark", "charge"], list(variants), at_once=2)
 
-    def first_answer_then_a_dead_process(work, jobs, *, workers, on_answer, **options):
-        assert workers == 2 and [type(job).__name__ for job in jobs] == ["RestrictedJob"] * 2 + ["VariantJob"] * 2
+    def first_answer_then_a_dead_process(work, jobs, *, workers, client, on_answer, **options):
+        assert workers == 2 and client is None
+        assert [type(job).__name__ for job in jobs] == ["RestrictedJob"] * 2 + ["VariantJob"] * 2
         on_answer(0, work(jobs[0]))
-        raise BrokenProcessPool("a child process terminated abruptly")
+        raise WorkersLostError("a worker process died", [1, 2, 3])
 
-    monkeypatch.setattr(solves, "run_all", first_answer_then_a_dead_process)
+    monkeypatch.setattr(solves, "run_jobs", first_answer_then_a_dead_process)
     said, kept = [], []
     restricted, answers = solves.further_solves(
         rules, ["spark", "charge"], variants, tmp_path, plan, results, show_progress=False, log=said.append,
@@ -538,3 +538,41 @@ def test_the_time_left_is_the_pace_so_far_times_the_solves_left():
     assert time_left(3600.0, 1, 3) == "about 3 h 00 min left at this pace"
     assert time_left(1560.0, 4, 10) == "about 1 h 05 min left at this pace"
     assert time_left(1.0, 10, 1) == "about 1 min left at this pace"  # never "0 min"
+
+
+def _made_rows(html: str) -> list[tuple[str, str, str, str]]:
+    """(part, wall time, states, computed or cached) of each row of "How this report was made"."""
+    table = re.search(r'<table id="made-table">(.*?)</table>', html, re.S).group(1)
+    rows = []
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)[1:]:
+        cells = [unescape(re.sub(r"<[^>]+>", "", c)).replace("\u2003", "").strip()
+                 for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        rows.append(tuple(cells))
+    return rows
+
+
+def test_how_the_report_was_made_lists_every_part_with_its_cost(report, tmp_path):
+    """The first run computes every part (the table with its states); a second
+    run reads every part from the cache, with the times the first run took."""
+    html, _, cache, _ = report
+    first = _made_rows(html)
+    parts = {row[0]: row for row in first}
+    states = re.search(r"([0-9,]+) positions solved", html).group(1)
+    table = next(row for row in first if row[0].startswith("the rules' table"))
+    assert table[2] == states and table[3] == "computed"
+    assert all(row[3] == "computed" for row in first), first
+    restricted = [row for row in first if row[0].startswith("P1 may not play ")]
+    assert len(restricted) >= 5 and all(row[1] != "-" for row in restricted)
+    assert "further solves" in parts and "skill gap" in parts and "card usage" in parts
+    assert int(parts["optimal play from the start, as a chain"][2].replace(",", "")) <= int(states.replace(",", ""))
+
+    again = run("report", *SMALL, "--set", f"name={HOSTILE_NAME}", "--out", str(tmp_path / "again.html"),
+                "--cache-dir", str(cache))
+    assert again.exit_code == 0, again.output
+    second = _made_rows((tmp_path / "again.html").read_text(encoding="utf-8"))
+    prerequisites = ("optimal play from the start, as a chain", "expected visits of each state play reaches")
+    assert [row[0] for row in second] == [row[0] for row in first if row[0] not in prerequisites]
+    for row in second:
+        assert row[3] in ("read from the cache", "solved, its table read from the cache"), row
+        if row[0] in parts and not row[0].startswith("the rules' table") and row[0] != "further solves":
+            assert row[1] == parts[row[0]][1], (row, parts[row[0]])

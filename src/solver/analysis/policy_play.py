@@ -176,6 +176,8 @@ class PlayFigures:
     """P(P1 wins) under the strategies played (the free player's as solved)."""
     p2_win: float | None = None
     """P(P2 wins), likewise (None in figures kept by an earlier version)."""
+    states: int | None = None
+    """States the policy game's solve covered (None in figures kept by an earlier version)."""
 
 
 def play_figures(game: PolicyPlay, start: int, **solve_options) -> PlayFigures:
@@ -190,4 +192,4 @@ def play_figures(game: PolicyPlay, start: int, **solve_options) -> PlayFigures:
     def wins(seat: str) -> float:
         return float(sum(won[t] for t, label in enumerate(result.terminal_labels) if label.startswith(f"{seat} wins")))
 
-    return PlayFigures(float(result.values[i]), wins("P1"), wins("P2"))
+    return PlayFigures(float(result.values[i]), wins("P1"), wins("P2"), int(result.num_states))

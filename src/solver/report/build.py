@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -46,7 +47,11 @@ from ..analysis.stalls import (
 )
 from ..analysis.usage import CardUsage, table_card_usage
 from . import entries
+from .made import CACHED, COMPUTED, TABLE_CACHED, MadePart
 from .solves import SolvePlan, further_solves, kept_restricted, kept_variants, plan_solves
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 SECTIONS = ("headline", "usage", "strength", "sensitivity", "positions", "skill")
 """The report's sections, in order; the headline is always there."""
@@ -54,6 +59,19 @@ FINDINGS_CARD = "lightning"
 """The card whose cost going up the findings box answers for ("what if Lightning costs 3?")."""
 STILL_TO_COME = "still to come"
 """`Report.pending` of a section not started yet (else how far it has got)."""
+PART_LABELS = {
+    "table": "the rules' table (its states enumerated, solved, certified and stored)",
+    "play": "optimal play from the start, as a chain",
+    "visits": "expected visits of each state play reaches",
+    "headline": "headline: the start's figures, exact length, stalls",
+    "usage": "card usage",
+    "draws": "draw values",
+    "positions": "positions worth knowing",
+    "skill": "skill gap",
+    "cards": "P1's cards (one restricted game each)",
+    "further solves": "further solves",
+}
+"""How "How this report was made" names each part."""
 UNIFORM = "uniform random legal card"
 GREEDY = "strongest affordable attack, else Charge"
 
@@ -87,6 +105,10 @@ class Report:
     with how far it has got; empty in a finished report."""
     stalls: list[tuple[str, Stall]] = field(default_factory=list)
     """Where play from the start stalls (position in notation, stall), largest share first."""
+    made: list[MadePart] = field(default_factory=list)
+    """Each part's cost, in the order the parts are made ("How this report was made")."""
+    run_seconds: float = 0.0
+    """Wall time of this run so far (the report's own part: the page is written after it)."""
 
     @property
     def left_out(self) -> tuple[str, ...]:
@@ -109,13 +131,17 @@ def build_report(
     rules: RuleSet, cache_dir: Path | str | None = None, *, workers: int | None = None,
     show_progress: bool = False, log: Callable[[str], None] = lambda message: None,
     sections: tuple[str, ...] = SECTIONS, on_partial: Callable[[Report], None] | None = None,
+    client: Client | None = None,
 ) -> Report:
     """Solve (or load) the rules' table and run the analyses of `sections`.
 
     `on_partial(report)` gets the report as far as it is known each time a
     part is computed in this run while others are still to come (their
     sections named in `Report.pending`): a full-size report takes hours, and
-    its headline is known after the first few minutes of them."""
+    its headline is known after the first few minutes of them.
+
+    `client`: a Dask client whose cluster runs the further solves (see
+    `solves`); everything else runs here."""
     refuse_beyond_memory(rules)
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
     parts = _Parts(rules, cache_dir, ResultsCache(cache_dir, fingerprint(rules)), show_progress, log)
@@ -152,13 +178,15 @@ def build_report(
 
     variants, known.skipped = sensitivity_variants(rules) if "sensitivity" in sections else ([], [])
     known.cards, known.variants = cards, variants
-    plan = known.plan = plan_solves(rules, cards, variants, parts.results, workers, first=findings_variant(variants))
+    plan = known.plan = plan_solves(rules, cards, variants, parts.results, workers, first=findings_variant(variants),
+                                    client=client)
     if plan.total:
-        log(f"{plan.total} further solves to run, {plan.at_once} at a time (the rest of them come from the cache)")
+        log(f"{plan.total} further solves to run, {plan.at_once} at a time{plan.where}"
+            " (the rest of them come from the cache)")
         progressed()
     known.restricted, answers = parts.timed("further solves", lambda: further_solves(
         rules, cards, variants, cache_dir, plan, parts.results, show_progress=show_progress, log=log,
-        on_kept=solved_one,
+        on_kept=solved_one, client=client,
     )) if cards or variants else ([], [])
     known.solved = [(v, s) for v, s in zip(variants, answers) if isinstance(s, VariantSummary)]
     known.skipped += [s for s in answers if isinstance(s, Skipped)]
@@ -221,8 +249,30 @@ class _Known:
             restricted=restricted, draws=self.draws or [], variants=solved, skipped=list(self.skipped),
             positions=self.positions or [], skill=self.skill or [], seconds=dict(parts.seconds),
             table_reused=parts.table_reused, sections=self.sections, cached=set(parts.from_cache),
-            pending=self.pending(), stalls=stalled,
+            pending=self.pending(), stalls=stalled, made=self._made(restricted, solved),
+            run_seconds=time.perf_counter() - parts.started,
         )
+
+    def _made(self, restricted: list[RestrictedValue], solved: list[tuple[Variant, VariantSummary]]) -> list[MadePart]:
+        """The parts' costs, each further solve after the rest (computed in this
+        run when it was not in the cache at the start: `plan`)."""
+        plan = self.plan
+        fresh_cards = set(plan.cards) if plan else set()
+        fresh_variants = set(plan.variants) if plan else set()
+        solves = [MadePart(f"P1 may not play {r.card}", r.seconds, getattr(r, "states", None),
+                           COMPUTED if r.card in fresh_cards else CACHED, "further solves") for r in restricted]
+        for v, s in solved:
+            source = (TABLE_CACHED if s.reused else COMPUTED) if v in fresh_variants else CACHED
+            solves.append(MadePart(v.label, s.seconds, getattr(s, "states", None), source, "further solves"))
+        made = [part for part in self.parts.made_parts() if part.part != PART_LABELS["further solves"]]
+        if not solves:
+            return made
+        wall = self.parts.seconds.get("further solves")
+        if any(part.source != CACHED for part in solves):
+            head = MadePart(PART_LABELS["further solves"], wall, None, COMPUTED)
+        else:  # each kept by an earlier run: their times side by side are not known, their sum is
+            head = MadePart(PART_LABELS["further solves"], sum(p.seconds or 0.0 for p in solves), None, CACHED)
+        return made + [head] + solves
 
 
 def findings_variant(variants: list[Variant]) -> Variant | None:
@@ -254,6 +304,8 @@ class _Parts:
         self.show_progress, self.log = show_progress, log
         self.game = ChargeSparkGame(rules)
         self.seconds: dict[str, float] = {}
+        self.made: dict[str, MadePart] = {}  # by part name, in the order they were had
+        self.started = time.perf_counter()
         self.from_cache: set[str] = set()
         self.table_reused = True
         self._table: SolvedTable | None = None
@@ -262,12 +314,34 @@ class _Parts:
         self._visits: np.ndarray | None = None
         self.computed = 0  # parts computed in this run (not read from the cache)
 
-    def timed(self, name: str, compute: Callable):
+    def timed(self, name: str, compute: Callable, states: Callable[[object], int | None] = lambda value: None):
         started = time.perf_counter()
         value = compute()
         self.seconds[name] = time.perf_counter() - started
         self.log(f"{name}: {self.seconds[name]:.1f} s")
+        self._made(name, self.seconds[name], states(value), COMPUTED)
         return value
+
+    def _made(self, name: str, seconds: float | None, states: int | None, source: str) -> None:
+        group = name.split(": ", 1)[0] if ": " in name else None
+        label = name.split(": ", 1)[1] if group else PART_LABELS.get(name, name)
+        self.made[name] = MadePart(label, seconds, states, source, group)
+
+    def made_parts(self) -> list[MadePart]:
+        """The parts so far, each group's members after it; the rules' table
+        first, as the run that solved it kept it when this one did not need it."""
+        kept = self.results.get("report:table")
+        if "table" not in self.made and kept is not None:
+            self.made = {"table": MadePart(PART_LABELS["table"], kept["seconds"], kept["states"], CACHED), **self.made}
+        top = [name for name, part in self.made.items() if part.group is None]
+        members = [name for name in self.made if self.made[name].group is not None]
+        groups = {name for name in top}
+        order = []
+        for name in top:
+            order.append(self.made[name])
+            order += [self.made[m] for m in members if m.split(": ", 1)[0] == name]
+        order += [self.made[m] for m in members if m.split(": ", 1)[0] not in groups]  # a group still running
+        return order
 
     def cached(self, name: str, compute: Callable, to_entry: Callable, from_entry: Callable, *, play: bool = False):
         """`compute()`, or what the results cache kept of it. What it needs (the
@@ -281,12 +355,17 @@ class _Parts:
             else:
                 self.seconds[name] = entry["seconds"]
                 self.from_cache.add(name)
+                self._made(name, entry["seconds"], entry.get("states"), CACHED)
+                for key, member in self.results.entries.items():  # a part's own parts (the skill gap's solves)
+                    if key.startswith(f"report:{name}: "):
+                        self._made(key.removeprefix("report:"), member["seconds"], member.get("states"), CACHED)
                 return value
         self._load()
         if play:
             self._visits_of_play()  # built (and timed) here, not within the first part that needs it
-        value = self.timed(name, compute)
-        self.results.put_all({f"report:{name}": {"seconds": self.seconds[name], "data": to_entry(value)}})
+        value = self.timed(name, compute, lambda value: self._states_of(name, value, play))
+        self.results.put_all({f"report:{name}": {
+            "seconds": self.seconds[name], "states": self.made[name].states, "data": to_entry(value)}})
         self.computed += 1
         return value
 
@@ -300,15 +379,21 @@ class _Parts:
             self._table = self.timed("table", lambda: solved_table(
                 self.rules, self.cache_dir, show_progress=self.show_progress, warn=self.log, mapped=True,
                 workers=_cores(), max_states=states_that_fit(LAYERED_BYTES_PER_STATE),
-            ))
+            ), lambda table: table.result.num_states)
             self.table_reused = self._table.reused
+            if self.table_reused:
+                self._made("table", self.seconds["table"], self._table.result.num_states, CACHED)
+            else:  # for the runs that read every part from the cache and never open the table
+                self.results.put_all({"report:table": {"seconds": self.seconds["table"],
+                                                       "states": self._table.result.num_states}})
         return self._table
 
     @property
     def play(self) -> Play:
         """Play under the table's strategies from the start, as a chain over the states it reaches."""
         if self._play is None:
-            self._play = self.timed("play", lambda: play_from(self.game, self.table.result, self.table.start))
+            self._play = self.timed("play", lambda: play_from(self.game, self.table.result, self.table.start),
+                                    lambda play: int(play.states.size))
             self.log(f"optimal play reaches {self._play.states.size:,} of the table's"
                      f" {self.table.result.num_states:,} states")
         return self._play
@@ -335,8 +420,17 @@ class _Parts:
         """Expected visits per game of each state of `play`."""
         if self._visits is None:
             play = self.play
-            self._visits = self.timed("visits", lambda: expected_visits(self.chain, play.start))
+            self._visits = self.timed("visits", lambda: expected_visits(self.chain, play.start),
+                                      lambda visits: int(play.states.size))
         return self._visits
+
+    def _states_of(self, name: str, value, play: bool) -> int | None:
+        """The states a part's work covers: play's, a policy game's, or the table's."""
+        if play:
+            return int(self._play.states.size)
+        if isinstance(value, PlayFigures):
+            return value.states
+        return None if name == "skill" else self._table.result.num_states
 
     def let_go(self) -> None:
         self._table = self._play = self._chain = self._visits = None

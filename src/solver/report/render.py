@@ -18,6 +18,7 @@ from ..analysis.usage import CardStatus
 from ..summary import StartSummary
 from . import charts
 from .build import FINDINGS_CARD, GREEDY, STILL_TO_COME, UNIFORM, Report, findings_variant
+from .made import duration, made_totals
 
 TEMPLATES = Path(__file__).parent / "templates"
 TURNS_SHOWN = 15  # of the usage-by-turn heat map
@@ -86,7 +87,7 @@ def render_report(report: Report) -> str:
         length=summary_length_figures(report.summary), min_share=MIN_SHARE, epsilon=EPSILON_PROBABILITY,
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), CardStatus=CardStatus,
         UNIFORM=UNIFORM, GREEDY=GREEDY, turns_shown=TURNS_SHOWN, pending_titles=PENDING_TITLES,
-        STILL_TO_COME=STILL_TO_COME,
+        STILL_TO_COME=STILL_TO_COME, duration=duration, made=made_totals(report.made),
     )
 
 
