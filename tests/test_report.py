@@ -562,7 +562,7 @@ def test_how_the_report_was_made_lists_every_part_with_its_cost(report, tmp_path
     assert table[2] == states and table[3] == "computed"
     assert all(row[3] == "computed" for row in first), first
     restricted = [row for row in first if row[0].startswith("P1 may not play ")]
-    assert len(restricted) >= 5 and all(row[1] != "-" for row in restricted)
+    assert len(restricted) >= 5 and all(row[1] != "-" and row[2] != "-" for row in restricted)
     assert "further solves" in parts and "skill gap" in parts and "card usage" in parts
     assert int(parts["optimal play from the start, as a chain"][2].replace(",", "")) <= int(states.replace(",", ""))
 

@@ -61,3 +61,14 @@ class Boundary:
     def index(self, codes: np.ndarray) -> np.ndarray:
         """Position of each of `codes` (each held) in `states`."""
         return np.searchsorted(self.states, np.asarray(codes, np.int64))
+
+    def estimates(self, codes: np.ndarray) -> np.ndarray:
+        """The values of `codes` where the boundary holds them, nan elsewhere: the
+        first estimates of a warm start (`layered.WarmStart`), which reads only
+        the blocks of the table that hold those states."""
+        codes = np.asarray(codes, np.int64)
+        out = np.full(codes.size, np.nan)
+        held = self.holds(codes)
+        if held.any():
+            out[held] = self.figures("values", self.index(codes[held]))
+        return out

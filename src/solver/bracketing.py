@@ -40,6 +40,9 @@ from .shapley import certified_strategies, max_cells, shapley_sweeps, stage_matr
 GAP_TOL = 2e-11  # a cyclic component is done when its widest bracket is this narrow ...
 NUDGE = 5e-12  # ... which twice the nudge (each side aims this far past the value) must undercut
 WARM_SWEEPS = 60  # Shapley sweeps for a cyclic component's first values
+"""As many from a warm start's estimates (`bracket_values`'s `warm`): on board S*M, health 2, a
+variant and a restricted game started from the rules' values took 33% to 97% more best-response
+rounds after 0, 5 or 20 sweeps than after 60 (and more time), and no fewer after 120."""
 MAX_ROUNDS = 60
 PATIENCE = 4
 PROGRESS = 0.9  # a round that leaves the gap (or the unbracketed states) above this share of the best is no progress
@@ -357,6 +360,7 @@ def bracket_values(
     progress=None,
     mirror: np.ndarray | None = None,
     p2_terminal_payoff: np.ndarray | None = None,
+    warm: np.ndarray | None = None,
 ) -> Bracket:
     """Strategies and guarantees for every state, component by component (see
     the module docstring). `progress(states)` is called as states are settled.
@@ -367,7 +371,11 @@ def bracket_values(
     certificate compute one side's guarantees and mirror the other's. With
     `p2_terminal_payoff`, P2's guarantees use those terminal payoffs instead of
     the graph's (a cut-out part of a game whose exits pay each side its own
-    guarantee)."""
+    guarantee). With `warm`, first estimates of the values per state (nan
+    where there is none: the values of a game with the same states, say), a
+    cyclic component starts its sweeps from them instead of the unending
+    payoff; every guarantee is still computed exactly, so the estimates
+    change how soon the bracket closes, never what it certifies."""
     p1_pay = np.ascontiguousarray(graph.terminal_payoff, np.float64)
     p2_pay = p1_pay if p2_terminal_payoff is None else np.ascontiguousarray(p2_terminal_payoff, np.float64)
     comp_ptr, comp_states = (np.asarray(a, np.int64) for a in components)
@@ -404,7 +412,7 @@ def bracket_values(
                 progress(int(hi - lo))
             ci += 1
             continue
-        middle[states] = graph.unending_payoff
+        middle[states] = _first_estimates(states, warm, graph.unending_payoff)
         shapley_sweeps(graph, states, middle, WARM_SWEEPS)
         local[states] = np.arange(states.size)
         p1_game, p2_game = component_games(graph, states, local, [lower, upper], [p1_pay, p2_pay])
@@ -437,3 +445,11 @@ def bracket_values(
             progress(int(hi - lo))
         ci += 1
     return Bracket(row, col, lower, upper, np.asarray(rounds, np.int64))
+
+
+def _first_estimates(states: np.ndarray, warm: np.ndarray | None, unending: float) -> np.ndarray:
+    """Where a component's sweeps start: `warm`'s estimates, the unending payoff where it has none."""
+    if warm is None:
+        return np.full(states.size, unending)
+    first = warm[states]
+    return np.where(np.isnan(first), unending, first)

@@ -56,6 +56,13 @@ from .graph import (
 )
 
 
+WarmStart = Callable[[np.ndarray], np.ndarray]
+"""First estimates of the values of the state codes given (sorted), nan where
+there is none: a solved table of a game with the same state encoding, read as
+needed (`Boundary.estimates`). Called once per layer, in the process solving
+it (forked workers inherit it), so it must not copy a large table each time."""
+
+
 @dataclass(frozen=True, eq=False)
 class Layer:
     rank: int
@@ -340,10 +347,13 @@ class LayerSolution:
     certify_seconds: float
 
 
-def solve_layer(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures) -> LayerSolution:
-    """One layer, its exits paying what `exits` says: strategies by `bracket_values`,
-    then the certificate recomputed independently of the bracket's bookkeeping
-    (each side's exact guarantee, composed with those of the exits), the Bellman
+def solve_layer(
+    layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures, warm: np.ndarray | None = None,
+) -> LayerSolution:
+    """One layer, its exits paying what `exits` says: strategies by `bracket_values`
+    (from the first estimates `warm`, per state, if given: see there), then the
+    certificate recomputed independently of the bracket's bookkeeping (each
+    side's exact guarantee, composed with those of the exits), the Bellman
     residual and the outcome probabilities. A layer where neither side has a
     choice (both follow fixed policies) is a Markov chain: solved as one."""
     if _no_choices(layer.graph):
@@ -351,7 +361,7 @@ def solve_layer(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures
     p1_graph = with_exit_payoffs(layer, exits.p1_guarantee)
     p2_pay = np.concatenate([layer.graph.terminal_payoff, exits.p2_guarantee])
     bracket = bracket_values(
-        p1_graph, strongly_connected_components(p1_graph), mirror=mirror, p2_terminal_payoff=p2_pay,
+        p1_graph, strongly_connected_components(p1_graph), mirror=mirror, p2_terminal_payoff=p2_pay, warm=warm,
     )
     row, col = bracket.row_strategy, bracket.col_strategy
     clock = time.perf_counter()
@@ -458,6 +468,7 @@ def _exits_mirror(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigur
 def solve_layers(
     game, layers: list[Layer], progress: Callable[[int], None] | None = None, workers: int = 1,
     scratch_dir: str | os.PathLike[str] | None = None, boundary: Boundary | None = None,
+    warm: WarmStart | None = None,
 ) -> LayeredSolution:
     """Solve every layer, highest rank first (see the module docstring).
 
@@ -474,7 +485,11 @@ def solve_layers(
     table's size, and should be on disk, not in memory).
 
     A layer marked `given` takes its figures from `boundary` (the solution
-    then holds its states, with no strategies: they were not solved here)."""
+    then holds its states, with no strategies: they were not solved here).
+
+    With `warm`, each layer's cyclic components start from the estimates
+    `warm(codes)` gives for its states (see `WarmStart`); the workers call it
+    themselves, each for its own layer."""
     global _CONTEXT
     all_states = np.sort(np.concatenate([layer.states for layer in layers]))
     figures = _SharedFigures(all_states.size, len(game.terminal_payoff))
@@ -484,7 +499,7 @@ def solve_layers(
     residual, rounds, certify_seconds = 0.0, 0, 0.0
     _remove_abandoned_spills(scratch_dir)
     with tempfile.TemporaryDirectory(prefix=f"{_SPILL_PREFIX}{os.getpid()}-", dir=scratch_dir) as spill:
-        _CONTEXT = _LayerContext(game, layers, all_states, figures, spill)
+        _CONTEXT = _LayerContext(game, layers, all_states, figures, spill, warm)
         try:
             for done in _run_layers(layers, workers):
                 residual = max(residual, done.bellman_residual)
@@ -579,6 +594,7 @@ class _LayerContext:
     all_states: np.ndarray
     figures: _SharedFigures
     spill: str
+    warm: WarmStart | None = None
 
 
 _CONTEXT: _LayerContext | None = None
@@ -611,7 +627,7 @@ def _solve_layer_at(number: int) -> _LayerDone:
         (f.hurried_p1_guarantee[x], f.hurried_p2_guarantee[x]),
         _twin_p1_guarantee(ctx, x) if mirror is not None else None,
     )
-    done = solve_layer(lg, mirror, exits)
+    done = solve_layer(lg, mirror, exits, ctx.warm(layer.states) if ctx.warm is not None else None)
     at = np.searchsorted(ctx.all_states, layer.states)
     g = lg.graph
     np.savez(

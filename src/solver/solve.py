@@ -16,7 +16,7 @@ from .certify import bellman_residual, best_response_values, outcomes_and_ending
 from .components import strongly_connected_components
 from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
 from .hurry import Exits, hurry, scored, scored_guarantees
-from .layered import Layer, enumerate_by_rank, solve_layers
+from .layered import Layer, WarmStart, enumerate_by_rank, solve_layers
 from .protocol import StochasticGame
 from .result import SolveResult
 
@@ -132,6 +132,7 @@ def solve_from(
     workers: int = 1,
     scratch_dir: str | os.PathLike[str] | None = None,
     boundary: Boundary | None = None,
+    warm: WarmStart | None = None,
 ) -> SolveResult:
     """Solve the part of `game` reachable from `roots`. Enumeration stops with
     `GraphTooLargeError` past `max_states` states, or by default past what
@@ -148,7 +149,12 @@ def solve_from(
     stops at the states it holds, other than the roots, and takes their
     figures from it; the result holds those states too, with no strategies
     (rank by rank only). The estimate, if given, is then not checked: it
-    counts what the boundary cuts off."""
+    counts what the boundary cuts off.
+
+    With `warm` (`layered.WarmStart`: values of a game with the same state
+    encoding, e.g. `Boundary.estimates` of its stored table), cyclic
+    components start from those estimates; the answer is certified exactly
+    as from a cold start and agrees with it within the certified tolerance."""
     if boundary is not None and not hasattr(game, "progress_rank"):
         raise ValueError("a solve with a boundary goes rank by rank: the game has no progress rank")
     if estimated_states is not None and boundary is None:
@@ -181,8 +187,8 @@ def solve_from(
             ) from None
     timings["enumerate"] = time.perf_counter() - clock
     if hasattr(game, "progress_rank"):
-        return _solve_layers(game, layers, timings, show_progress, workers, scratch_dir, boundary)
-    return _solve_graph(graph, game, timings, show_progress)
+        return _solve_layers(game, layers, timings, show_progress, workers, scratch_dir, boundary, warm)
+    return _solve_graph(graph, game, timings, show_progress, warm)
 
 
 def _outcome_labels(source) -> dict:
@@ -198,6 +204,7 @@ def _outcome_labels(source) -> dict:
 def _solve_layers(
     game: StochasticGame, layers: list[Layer], timings: dict[str, float], show_progress: bool, workers: int,
     scratch_dir: str | os.PathLike[str] | None = None, boundary: Boundary | None = None,
+    warm: WarmStart | None = None,
 ) -> SolveResult:
     clock = time.perf_counter()
     with tqdm(
@@ -205,7 +212,7 @@ def _solve_layers(
         disable=not show_progress,
     ) as bar:
         solution = solve_layers(
-            game, layers, progress=bar.update, workers=workers, scratch_dir=scratch_dir, boundary=boundary,
+            game, layers, progress=bar.update, workers=workers, scratch_dir=scratch_dir, boundary=boundary, warm=warm,
         )
     # Solving and certifying interleave rank by rank (and across workers): one wall time for both.
     timings["solve"] = time.perf_counter() - clock
@@ -237,7 +244,10 @@ def _solve_layers(
     )
 
 
-def _solve_graph(graph: GameGraph, game: StochasticGame, timings: dict[str, float], show_progress: bool) -> SolveResult:
+def _solve_graph(
+    graph: GameGraph, game: StochasticGame, timings: dict[str, float], show_progress: bool,
+    warm: WarmStart | None = None,
+) -> SolveResult:
     clock = time.perf_counter()
     components = strongly_connected_components(graph)
     with tqdm(
@@ -245,7 +255,8 @@ def _solve_graph(graph: GameGraph, game: StochasticGame, timings: dict[str, floa
         disable=not show_progress,
     ) as bar:
         mirror = seat_mirror(graph, game.swap(graph.states))
-        bracket = bracket_values(graph, components, progress=bar.update, mirror=mirror)
+        first = warm(graph.states) if warm is not None else None
+        bracket = bracket_values(graph, components, progress=bar.update, mirror=mirror, warm=first)
     timings["solve"] = time.perf_counter() - clock
 
     # The certificate is recomputed over the whole graph, independently of the

@@ -7,18 +7,19 @@ handling of damaged files.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from rules.charge_spark.config import RuleSet, canonical_mapping, fingerprint
-from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.config import RuleSet, RulesError, canonical_mapping, fingerprint, rules_from_mapping
+from rules.charge_spark.game import ChargeSparkGame, encoding_layout_of
 from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 
@@ -26,6 +27,9 @@ from .boundary import Boundary
 from .cache import DamagedTableError, default_cache_dir, load_table, quarantine, save_table, table_lock, table_path
 from .result import ARRAY_FIELDS, SolveResult
 from .table_reader import TableReader
+
+if TYPE_CHECKING:
+    from .layered import WarmStart  # not imported at run time: it loads the compiled kernels
 
 Solved = TypeVar("Solved")
 
@@ -44,6 +48,7 @@ class SolvedTable:
     path: Path
     reused: bool  # loaded from the cache rather than solved now
     stored: bool = True  # False when solved now and left unstored for want of disk space
+    warm_started: bool = False  # solved now from another table's values (`WarmTable`)
 
     @property
     def fingerprint(self) -> str:
@@ -136,6 +141,64 @@ def solve_to_boundary(
         return solve(None), False
 
 
+@dataclass(frozen=True)
+class WarmTable:
+    """A stored table whose values may seed the solve of another game with
+    the same state encoding (a variant of its rules, a restricted game): the
+    solve then starts each cyclic component from them, and is certified as
+    from a cold start (`solve_from`'s `warm`)."""
+
+    path: str
+    key: str  # the fingerprint its header must carry (`TableReader`)
+
+
+def warm_table_of(rules: RuleSet, cache_dir: Path | str | None = None) -> WarmTable | None:
+    """The stored table of `rules` in the cache (default `default_cache_dir()`)
+    as a warm start for solves of games like it; None when it is not stored."""
+    key = fingerprint(rules)
+    path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
+    return WarmTable(str(path), key) if path.is_file() else None
+
+
+def warm_start(table: WarmTable | None, game, warn: Callable[[str], None] | None = None) -> WarmStart | None:
+    """First estimates for a solve of `game` read from `table` as needed, or
+    None (a cold start) when there is no table, no sound one, or its rules
+    encode states otherwise than `game` (`encoding_layout`). The table's
+    state codes are held in memory (8 bytes a state), its values read only
+    for the states each layer holds."""
+    if table is None or not hasattr(game, "encoding_layout"):
+        return None
+    try:
+        reader = TableReader(Path(table.path), table.key)
+        if _layout_of_table(reader) != game.encoding_layout():
+            return None
+        boundary = Boundary.of_stored(reader)
+    except FileNotFoundError:
+        return None
+    except DamagedTableError as error:
+        if warn is not None:
+            warn(f"{error}; solving without a warm start")
+        return None
+    return functools.partial(_estimates_or_none, boundary)
+
+
+def _layout_of_table(reader: TableReader) -> tuple | None:
+    """The encoding layout of the rules a stored table was solved for (None if its header does not say)."""
+    try:
+        return encoding_layout_of(rules_from_mapping(reader.header["meta"]["rules"]))
+    except (KeyError, TypeError, RulesError):
+        return None
+
+
+def _estimates_or_none(boundary: Boundary, codes: np.ndarray) -> np.ndarray:
+    """`boundary.estimates(codes)`; none at all where a block it reads is damaged
+    (that layer then starts cold: the estimates only speed the solve up)."""
+    try:
+        return boundary.estimates(codes)
+    except DamagedTableError:
+        return np.full(np.asarray(codes).size, np.nan)
+
+
 def solved_table(
     rules: RuleSet,
     cache_dir: Path | str | None = None,
@@ -146,6 +209,7 @@ def solved_table(
     warn: Callable[[str], None] | None = None,
     workers: int = 1,
     mapped: bool = False,
+    warm: WarmTable | None = None,
 ) -> SolvedTable:
     """The table of every state reachable from the start under `rules`.
 
@@ -156,7 +220,9 @@ def solved_table(
     `warn` says so in one line and the table is returned unstored. A second
     process asking for the same rules waits for the first and reuses its
     table. Rules whose estimated size clearly exceeds `max_states` (or the
-    memory available) are refused before enumerating."""
+    memory available) are refused before enumerating. A solve starts from
+    `warm`'s values when its rules share the state encoding (`warm_start`),
+    else cold: the same certified table either way."""
     key = fingerprint(rules)
     path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
     with table_lock(path):
@@ -167,9 +233,10 @@ def solved_table(
 
         game = ChargeSparkGame(rules)
         code = game.encode(initial_position(rules))
+        seed = warm_start(warm, game, warn)
         result = solve_from(
             game, [code], show_progress=show_progress, max_states=max_states,
-            estimated_states=estimate_reachable(rules), estimated_from="from the start", workers=workers,
+            estimated_states=estimate_reachable(rules), estimated_from="from the start", workers=workers, warm=seed,
         )
         meta = {"fingerprint": key, "rules": canonical_mapping(rules)}
         stored = _store(path, result, key, meta, warn)
@@ -177,7 +244,7 @@ def solved_table(
             # The solve's arrays are let go for a mapping of the file: of the stored table, else of
             # a copy deleted at once (the mapping keeps it readable until it is dropped).
             result = (cached_table(path, key, warn, mapped=True) if stored else _mapped_copy(path, result, key, meta)) or result
-        return SolvedTable(rules, result, path, reused=False, stored=stored)
+        return SolvedTable(rules, result, path, reused=False, stored=stored, warm_started=seed is not None)
 
 
 def _mapped_already(result: SolveResult) -> bool:

@@ -28,6 +28,16 @@ WINNER_LABELS = {
 }
 
 
+def encoding_layout_of(rules: RuleSet) -> tuple:
+    """What the meaning of a state code depends on, as a hashable tuple: the
+    codec's radices and the bonus card kinds with their counts. Rules with
+    equal layouts share their state encoding (card costs and effects, the
+    board's stars and the start do not enter it), so one game's solved values
+    can seed a solve of the other."""
+    codec = PositionCodec(rules)
+    return codec.radices, tuple(card.label for card in codec.bonus_kinds), codec.bonus_radix
+
+
 class ExpansionArrays:
     """Duck-typed `solver.protocol.Expansion` (kept local so rules never import solver)."""
 
@@ -58,6 +68,10 @@ class ChargeSparkGame:
 
     def encode(self, position: Position) -> int:
         return self.codec.encode(position)
+
+    def encoding_layout(self) -> tuple:
+        """See `encoding_layout_of`: games with equal layouts share their state codes."""
+        return encoding_layout_of(self.rules)
 
     def decode(self, code: int) -> Position:
         return self.codec.decode(code)

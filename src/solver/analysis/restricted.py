@@ -13,6 +13,7 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 
 from ..protocol import Expansion, StochasticGame
+from ..tables import WarmTable, warm_start, warn_on_stderr
 from .wrapped import WrappedGame
 
 
@@ -64,6 +65,10 @@ class RestrictedValue:
     """Why the restricted game could not be solved (the numbers are then nan)."""
     seconds: float | None = None
     """What the solve took (None where an earlier version kept no time)."""
+    warm_started: bool = False
+    """Whether the solve started from the values of `RestrictedJob.warm_from` (same answer, sooner)."""
+    states: int | None = None
+    """States the restricted game's solve covered (None where an earlier version kept none)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,9 @@ class RestrictedJob:
     show_progress: bool = False
     max_states: int | None = None
     """Refuse to enumerate more (None: what the solver's own memory check allows)."""
+    warm_from: WarmTable | None = None
+    """A stored table (the rules' own: `tables.warm_table_of`) whose values start the
+    solve, used when it shares the state encoding; else the solve starts cold."""
 
 
 def value_without(job: RestrictedJob) -> RestrictedValue:
@@ -91,12 +99,15 @@ def _value_without(job: RestrictedJob) -> RestrictedValue:
     started = time.perf_counter()
     game = ChargeSparkGame(job.rules)
     start = game.encode(initial_position(job.rules))
-    banned = game.action_labels.index(job.card)
+    restricted = WithoutRowAction(game, game.action_labels.index(job.card))
+    # Barring a card only lowers P1's values: the rules' own are estimates from above.
+    warm = warm_start(job.warm_from, restricted, warn_on_stderr)
     result = solve_from(
-        WithoutRowAction(game, banned), [start], show_progress=job.show_progress, workers=job.workers,
-        max_states=job.max_states,
+        restricted, [start], show_progress=job.show_progress, workers=job.workers, max_states=job.max_states,
+        warm=warm,
     )
     i = result.index_of(start)
     wins = [t for t, label in enumerate(result.terminal_labels) if label.startswith("P1 wins")]
     return RestrictedValue(job.card, float(result.values[i]), float(result.terminal_probability[i, wins].sum()),
-                           seconds=time.perf_counter() - started)
+                           seconds=time.perf_counter() - started, warm_started=warm is not None,
+                           states=int(result.num_states))

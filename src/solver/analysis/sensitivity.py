@@ -22,7 +22,7 @@ from ..boundary import Boundary
 from ..cache import default_cache_dir, table_path
 from ..graph import GraphTooLargeError
 from ..summary import StartSummary, length_beyond, summarise_from, summarise_start
-from ..tables import solve_to_boundary, solved_table, warn_on_stderr
+from ..tables import WarmTable, solve_to_boundary, solved_table, warn_on_stderr
 
 START_BATTERY_READINGS = (0, 2)  # the French page and the English rulebook
 START_KEYS = ("start_battery", "start_disc")  # keys that change only the start position, not the game
@@ -64,11 +64,14 @@ class VariantSummary:
     seconds: float
     reused: bool
     length_pmf: tuple[float, ...] = field(default=(), repr=False)
+    warm_started: bool = False  # solved from the values of `VariantJob.warm_from` (same answer, sooner)
+    states: int | None = None  # the variant table's states (None for another start, or kept by an earlier version)
 
     @classmethod
-    def of(cls, summary: StartSummary, seconds: float, reused: bool) -> "VariantSummary":
+    def of(cls, summary: StartSummary, seconds: float, reused: bool, warm_started: bool = False,
+           states: int | None = None) -> "VariantSummary":
         return cls(summary.value, dict(summary.outcomes), summary.expected_length, seconds, reused,
-                   tuple(float(p) for p in summary.length_pmf))
+                   tuple(float(p) for p in summary.length_pmf), warm_started, states)
 
     @property
     def length_beyond(self) -> float:
@@ -157,6 +160,9 @@ class VariantJob:
     """Refuse to enumerate more (None: what the solver's own memory check allows)."""
     length_turns: int = 0
     """Turns of the exact length distribution to compute (0: the expected length only, one lookup)."""
+    warm_from: WarmTable | None = None
+    """A stored table (the baseline rules': `tables.warm_table_of`) whose values start a
+    variant's solve when the variant keeps the state encoding; else it starts cold."""
 
 
 def summarise_variant(job: VariantJob) -> VariantSummary | Skipped:
@@ -185,10 +191,11 @@ def _summary(job: VariantJob) -> VariantSummary:
         # Mapped: once stored, the solve's own arrays are let go; the summary reads one state of the table.
         table = solved_table(
             variant.rules, job.cache_dir, workers=job.workers, show_progress=job.show_progress,
-            max_states=job.max_states, warn=warn_on_stderr, mapped=True,
+            max_states=job.max_states, warn=warn_on_stderr, mapped=True, warm=job.warm_from,
         )
         summary = summarise_start(table, max_turns=job.length_turns)
-        return VariantSummary.of(summary, time.perf_counter() - started, table.reused)
+        return VariantSummary.of(summary, time.perf_counter() - started, table.reused, table.warm_started,
+                                 int(table.result.num_states))
     summary = summary_from(variant.rules, variant.start, job.length_turns, workers=job.workers,
                            show_progress=job.show_progress, max_states=job.max_states)
     return VariantSummary.of(summary, time.perf_counter() - started, False)

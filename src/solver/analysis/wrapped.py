@@ -19,6 +19,9 @@ class WrappedGame:
             # Barring actions or putting chance in place of a player's choice adds no
             # transition: the rank still never falls (rank-by-rank solve).
             self.progress_rank = game.progress_rank
+        if hasattr(game, "encoding_layout"):
+            # The same state codes: a table of the unwrapped game can seed a solve of this one.
+            self.encoding_layout = game.encoding_layout
 
     def encode(self, position) -> int:
         return self.game.encode(position)

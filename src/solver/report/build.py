@@ -259,11 +259,11 @@ class _Known:
         plan = self.plan
         fresh_cards = set(plan.cards) if plan else set()
         fresh_variants = set(plan.variants) if plan else set()
-        solves = [MadePart(f"P1 may not play {r.card}", r.seconds, getattr(r, "states", None),
+        solves = [MadePart(f"P1 may not play {r.card}", r.seconds, r.states,
                            COMPUTED if r.card in fresh_cards else CACHED, "further solves") for r in restricted]
         for v, s in solved:
             source = (TABLE_CACHED if s.reused else COMPUTED) if v in fresh_variants else CACHED
-            solves.append(MadePart(v.label, s.seconds, getattr(s, "states", None), source, "further solves"))
+            solves.append(MadePart(v.label, s.seconds, s.states, source, "further solves"))
         made = [part for part in self.parts.made_parts() if part.part != PART_LABELS["further solves"]]
         if not solves:
             return made

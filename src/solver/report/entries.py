@@ -89,9 +89,9 @@ def figures_from(entry: dict) -> PlayFigures:
 
 def variant_entry(summary: VariantSummary) -> dict:
     return {"value": summary.value, "outcomes": summary.outcomes, "expected_length": summary.expected_length,
-            "seconds": summary.seconds, "length_pmf": list(summary.length_pmf)}
+            "seconds": summary.seconds, "length_pmf": list(summary.length_pmf), "states": summary.states}
 
 
 def variant_from(entry: dict) -> VariantSummary:
     return VariantSummary(entry["value"], dict(entry["outcomes"]), entry["expected_length"], entry["seconds"],
-                          True, tuple(entry["length_pmf"]))
+                          True, tuple(entry["length_pmf"]), states=entry.get("states"))

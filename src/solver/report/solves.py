@@ -46,6 +46,7 @@ from ..jobs import (
 )
 from ..solve import LAYERED_BYTES_PER_STATE, usable_cores
 from ..summary import LENGTH_TURNS
+from ..tables import warm_table_of
 from .entries import variant_entry, variant_from
 
 if TYPE_CHECKING:
@@ -153,8 +154,11 @@ def further_solves(
     options = {"workers": 1, "show_progress": False}
     # The findings box gives its variant's median game length beside the headline's: a
     # stalling tail of a few games in a thousand can put the mean in the thousands of turns.
-    jobs = [RestrictedJob(rules, card, **options) for card in plan.cards] + [
-        VariantJob(v, str(Path(cache_dir).resolve()), length_turns=LENGTH_TURNS if v == plan.first else 0, **options)
+    # Each starts from the rules' own table where it shares its state encoding: same answer, sooner.
+    warm = warm_table_of(rules, cache_dir)
+    jobs = [RestrictedJob(rules, card, warm_from=warm, **options) for card in plan.cards] + [
+        VariantJob(v, str(Path(cache_dir).resolve()), length_turns=LENGTH_TURNS if v == plan.first else 0,
+                   warm_from=warm, **options)
         for v in plan.variants]
 
     started = time.perf_counter()
@@ -163,7 +167,8 @@ def further_solves(
         if isinstance(answer, RestrictedValue):
             if answer.error is None:
                 results.put_all({restricted_key(answer.card): {
-                    "value": answer.value, "p1_win": answer.p1_win, "seconds": answer.seconds}})
+                    "value": answer.value, "p1_win": answer.p1_win, "seconds": answer.seconds,
+                    "states": answer.states}})
         elif isinstance(answer, VariantSummary):
             results.put_all({variant_key(plan.variants[i - len(plan.cards)]): variant_entry(answer)})
         plan.done += 1
