@@ -82,3 +82,13 @@ def test_peak_memory_counts_memory_shared_with_a_worker_once():
         child.join()
     assert alone.peak >= size
     assert both.peak < alone.peak + 0.5 * size  # counted once, not once per process
+
+
+def test_report_bench_lists_every_part_and_reads_them_all_from_the_cache_the_second_time():
+    from solver.bench import bench_report_parts
+
+    lines = bench_report_parts(
+        ["board=SM", "health=1", "bonus_cards=", "battery_tiles=1", "disc_tiles=1", "start_battery=0"])
+    text = "\n".join(lines)
+    assert "the rules' table" in text and "further solves" in text and "P1 may not play" in text
+    assert lines[-1].rstrip().endswith("0 parts computed"), lines[-1]

@@ -18,6 +18,12 @@
    with the buzzer at `hurry.BUZZER` and at 1e-5 (a second solve), which must
    agree within 1%, the stricter certificate, and the stall table. (With
    `--quick`, on the small rule set.)
+6. The report of a small rule set (board S*M, health 1; `--quick`: the
+   tests' tiny one) from an empty cache, part by part, and again from the
+   cache it filled.
+7. Warm starts: a variant of a mid-sized rule set and its game with P1
+   barred from a card, each solved cold and from the rule set's own stored
+   table (`bench_warm_start`): both times, and the answers must agree to 1e-9.
 
 Run as `python -m solver.bench [--quick]`.
 """
@@ -211,6 +217,53 @@ def bench_buzzer_invariance(game, root: int, result: SolveResult, label: str, ot
     return lines
 
 
+def bench_warm_start(
+    overrides: list[str], variant: str = "cost.lightning.battery=3", card: str = "lightning",
+) -> list[str]:
+    """A variant of the rules `overrides` (`variant`, KEY=VALUE) and the game
+    with P1 barred from `card`, each solved cold and warm from the rules' own
+    table (stored in a temporary cache, as the report's further solves start
+    from the printed rules'): both times, their ratio, and the largest
+    difference of values, which must be within the certified 1e-9."""
+    import tempfile
+
+    from rules.charge_spark.config import RuleSet, apply_overrides
+    from rules.charge_spark.game import ChargeSparkGame
+    from rules.charge_spark.state import initial_position
+
+    from .analysis.restricted import WithoutRowAction
+    from .tables import solved_table, warm_start, warm_table_of
+
+    rules = apply_overrides(RuleSet(), overrides)
+    game, varied = ChargeSparkGame(rules), ChargeSparkGame(apply_overrides(rules, [variant]))
+    barred = WithoutRowAction(game, game.action_labels.index(card))
+    cases = (
+        (f"variant {variant}", varied, varied.encode(initial_position(varied.rules))),
+        (f"P1 barred from {card}", barred, game.encode(initial_position(rules))),
+    )
+    lines = [f"warm starts on {' '.join(overrides)} (one worker each, as the report's further solves run)"]
+    with tempfile.TemporaryDirectory(prefix="charge-spark-bench-") as cache:
+        base, base_t = _timed(solved_table, rules, cache)
+        lines.append(f"  the rules' own table: {base.result.num_states:,} states, solved in {base_t:.1f} s and stored")
+        for label, target, root in cases:
+            lines.append(_cold_and_warm(label, target, root, warm_start(warm_table_of(rules, cache), target)))
+    return lines
+
+
+def _cold_and_warm(label: str, game, root: int, warm) -> str:
+    """One game solved cold and from `warm`: the times and how far the answers are apart."""
+    if warm is None:
+        return f"  {label}: no warm start (the table encodes states otherwise)"
+    cold, cold_t = _timed(lambda: solve_from(game, [root], show_progress=False))
+    seeded, warm_t = _timed(lambda: solve_from(game, [root], show_progress=False, warm=warm))
+    same = np.array_equal(seeded.states, cold.states)
+    diff = float(np.abs(seeded.values - cold.values).max()) if same else float("inf")
+    worst = max(cold.max_exploitability, seeded.max_exploitability)
+    flag = "" if diff <= 1e-9 and worst <= 1e-9 else "  ANSWERS DISAGREE"
+    return (f"  {label}: {cold.num_states:,} states; cold {cold_t:.1f} s, warm {warm_t:.1f} s,"
+            f" ratio {cold_t / warm_t:.2f}x; largest |dv| {diff:.1e}, largest exploitability {worst:.1e}{flag}")
+
+
 def _limit_of(error: Exception) -> int:
     words = str(error).split()
     return int(words[2].replace(",", "")) if len(words) > 2 and words[2].replace(",", "").isdigit() else 0
@@ -285,6 +338,35 @@ def bench_openspiel(spec: str) -> list[str]:
     ]
 
 
+def bench_report_parts(overrides: list[str]) -> list[str]:
+    """The report of a rule set from an empty cache, part by part (each part's
+    wall time and states, as "How this report was made" shows them), then
+    again from the cache it filled: the baseline is the first run."""
+    import tempfile
+
+    from rules.charge_spark.config import RuleSet, apply_overrides
+
+    from .report.build import build_report
+    from .report.made import COMPUTED, duration, made_totals
+
+    rules = apply_overrides(RuleSet(), overrides)
+    label = " ".join(overrides) or "the printed rules"
+    with tempfile.TemporaryDirectory(prefix="charge-spark-bench-report-") as cache:
+        first, cold = _timed(build_report, rules, cache)
+        again, warm = _timed(build_report, rules, cache)
+    lines = [f"report of {label} from an empty cache, part by part ({first.states:,} states)"]
+    lines.append(f"  {'part':<58} {'wall':>11} {'states':>12}")
+    for part in first.made:
+        indent = "  " if part.group else ""
+        states = f"{part.states:,}" if part.states is not None else "-"
+        lines.append(f"  {indent + part.part:<58.58} {duration(part.seconds):>11} {states:>12}")
+    totals = made_totals(first.made)
+    lines.append(f"  whole report: {cold:.1f} s wall ({totals.computed_parts} parts computed);"
+                 f" again from the cache: {warm:.1f} s ({cold / max(warm, 1e-9):.0f}x faster),"
+                 f" {sum(p.source == COMPUTED for p in again.made)} parts computed")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     from rules.charge_spark.config import RuleSet, apply_overrides
     from rules.charge_spark.game import ChargeSparkGame
@@ -308,6 +390,13 @@ def main(argv: list[str] | None = None) -> int:
     for line in bench_end_to_end(game, root, " ".join(overrides), sweep_cap=50 if args.quick else 300):
         print(line, flush=True)
     for line in bench_openspiel("goofspiel(num_cards=4,imp_info=False,points_order=random,returns_type=point_difference)"):
+        print(line, flush=True)
+    tiny = ["board=S*M", "health=1", "battery_tiles=2", "disc_tiles=2", "bonus_cards=ray,copy"]  # the report tests'
+    report_rules = tiny if args.quick else ["board=S*M", "health=1"]
+    for line in bench_report_parts(report_rules):
+        print(line, flush=True)
+    mid = ["board=S*M", "health=2", "bonus_cards=ray,copy"]  # about 320,000 states (--quick: 25,000)
+    for line in bench_warm_start(mid + ["battery_tiles=2", "disc_tiles=2"] if args.quick else mid):
         print(line, flush=True)
     if args.quick:
         for line in bench_buzzer_invariance(game, root, solve_from(game, [root], show_progress=False), " ".join(overrides)):
