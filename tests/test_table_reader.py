@@ -61,6 +61,23 @@ def test_reading_one_state_verifies_only_the_blocks_it_touches(stored):
     assert total > 200 and checked < total / 4
 
 
+def test_successors_read_for_their_values_alone_touch_fewer_blocks(stored):
+    """A query reads every figure of its state, and only the values of the
+    states its stage game leads to: exact values, the rest marked unread (nan)."""
+    path, key, game, root, result = stored
+    nxt = np.asarray(game.expand(np.array([root], np.int64)).out_next)
+    codes = np.concatenate([[root], np.unique(nxt[nxt >= 0])])
+    whole, lean = TableReader(path, key), TableReader(path, key)
+    everything, values_only = whole.part(codes), lean.part(codes, detailed=np.array([root]))
+    assert sum(map(len, lean._verified.values())) < sum(map(len, whole._verified.values()))
+    assert np.array_equal(values_only.values, everything.values)
+    at = values_only.index_of(root)
+    assert values_only.p1_guarantee[at] == everything.p1_guarantee[at]
+    others = np.arange(values_only.num_states) != at
+    assert np.all(np.isnan(values_only.p1_guarantee[others])) and np.all(np.diff(values_only.row_ptr)[others] == 0)
+    assert values_only.answer(root, game) == everything.answer(root, game)
+
+
 def test_a_state_the_table_does_not_hold_is_none(stored):
     path, key, *_ = stored
     assert stored_part(path, key, 12345, ReferenceChargeSparkGame(RULES)) is None

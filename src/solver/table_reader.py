@@ -223,20 +223,28 @@ class TableReader:
             raise KeyError(code)
         return lo
 
-    def part(self, codes: np.ndarray) -> SolveResult:
+    def part(self, codes: np.ndarray, detailed: np.ndarray | None = None) -> SolveResult:
         """A `SolveResult` holding only the states `codes` (each must be in the
-        table), with the whole table's size and certificate."""
+        table), with the whole table's size and certificate. With `detailed`
+        (some of `codes`), only those get every figure and their strategies;
+        the others get their values alone (their other figures nan, no
+        actions): what a stage matrix needs of the successors, a few blocks
+        read instead of one per figure each."""
         index = np.unique(self.indices_of(codes))
-        per_state = {
-            name: self.rows(name, index)
-            for name in (
-                "states", "values", "terminal_probability", "unending_probability", "ending_turns", "p1_guarantee",
-                "p2_guarantee", *PER_STATE_HURRY,
-            )
-        }
+        full = index if detailed is None else np.unique(self.indices_of(detailed))
+        if not np.all(np.isin(full, index)):
+            raise ValueError("the detailed states must be among the codes")
+        at = np.searchsorted(index, full)
+        per_state = {name: self.rows(name, index) for name in ("states", "values")}
+        for name in ("terminal_probability", "unending_probability", "ending_turns", "p1_guarantee", "p2_guarantee",
+                     *PER_STATE_HURRY):
+            some = self.rows(name, full)
+            every = np.full((index.size, *some.shape[1:]), np.nan if some.dtype.kind == "f" else -1, some.dtype)
+            every[at] = some
+            per_state[name] = every
         sides = {}
         for side in ("row", "col"):
-            bounds = [self.take(f"{side}_ptr", i, i + 2) for i in index]
+            bounds = [self.take(f"{side}_ptr", i, i + 2) if i in full else np.zeros(2, np.int64) for i in index]
             sides[f"{side}_ptr"] = np.concatenate([[0], np.cumsum([b[1] - b[0] for b in bounds])]).astype(np.int64)
             for field in ("actions", "strategy"):
                 name = f"{side}_{field}"

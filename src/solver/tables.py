@@ -101,7 +101,7 @@ def stored_part(
             return None
         nxt = np.asarray(game.expand(np.array([code], np.int64)).out_next)
         try:
-            return reader.part(np.concatenate([[code], np.unique(nxt[nxt >= 0])]))
+            return reader.part(np.concatenate([[code], np.unique(nxt[nxt >= 0])]), detailed=np.array([code]))
         except KeyError:
             raise DamagedTableError(f"{path}: a successor of a stored state is missing") from None
     except FileNotFoundError:

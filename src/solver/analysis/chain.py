@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..graph import GameGraph
+
+if TYPE_CHECKING:  # scipy is loaded where a chain is built: a query that reads kept figures never needs it
+    import scipy.sparse as sp
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,6 +80,8 @@ def play_chain(graph: GameGraph, row_strategy: np.ndarray, col_strategy: np.ndar
     source = cells.state[out_cell]
     live = (graph.out_next >= 0) & (weight > 0)
     n = graph.num_states
+    import scipy.sparse as sp
+
     transition = sp.csr_matrix((weight[live], (source[live], graph.out_next[live])), shape=(n, n))
     ends = (graph.out_next < 0) & (weight > 0)
     ending = np.zeros((n, graph.terminal_payoff.shape[0]))
@@ -94,6 +99,8 @@ def chain_of_play(graph: GameGraph) -> PlayChain:
     live = graph.out_next >= 0
     indptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.add.reduceat(live, graph.out_ptr[:-1]) if n else [], out=indptr[1:])
+    import scipy.sparse as sp
+
     transition = sp.csr_matrix((graph.out_prob[live], graph.out_next[live], indptr), shape=(n, n))
     ends = np.flatnonzero(~live)
     source = np.searchsorted(graph.out_ptr, ends, side="right") - 1

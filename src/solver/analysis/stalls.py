@@ -24,9 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
-from scipy.sparse.linalg import bicgstab, spsolve
+from typing import TYPE_CHECKING
 
 from rules.charge_spark.config import RuleSet, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
@@ -38,6 +36,10 @@ from ..cache import DamagedTableError
 from ..table_reader import TableReader
 from ..tables import cached_table
 from .chain import PlayChain, chain_of_play, play_chain
+
+# scipy is loaded by the functions that use it: a query that reads a kept entry never pays for it.
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 from .results_cache import ResultsCache
 
 MIN_SHARE = 0.01
@@ -184,6 +186,8 @@ def stalls(chain: StallChain, min_share: float = MIN_SHARE) -> list[Stall]:
     """Every loop of `chain` that play from its start enters and that holds at
     least `min_share` of the expected length (every closed loop play enters),
     largest share first."""
+    from scipy.sparse.csgraph import connected_components
+
     q = _positive(chain.transition)
     count, labels = connected_components(q, directed=True, connection="strong")
     labels = labels.astype(np.int64)
@@ -218,6 +222,8 @@ def stalls(chain: StallChain, min_share: float = MIN_SHARE) -> list[Stall]:
 
 def _positive(transition: sp.spmatrix) -> sp.csr_matrix:
     """`transition` as CSR with its zero entries dropped (a copy only if it holds any)."""
+    import scipy.sparse as sp
+
     q = sp.csr_matrix(transition)
     if np.any(q.data <= 0):
         q = q.copy()
@@ -283,6 +289,8 @@ class _ComponentVisits:
         """Visits of `states[solve]` (whole loops, none closed): (I - M^T) x = b
         over the edges within their components, every loop of this frontier in
         one solve (no edge joins two of them)."""
+        import scipy.sparse as sp
+
         local[states[solve]] = np.arange(solve.size)
         inside = within[edges] & (local[states[source]] >= 0)
         i = local[states[source[inside]]]
@@ -297,6 +305,9 @@ def _solve(a: sp.csr_matrix, b: np.ndarray) -> np.ndarray:
     """x with a x = b: a direct solve of a small system; of a large one (where
     LU fill-in grows fast) BiCGSTAB, Jacobi-preconditioned, checked by its
     residual, and the direct solve only where that does not converge soon."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import bicgstab, spsolve
+
     if a.shape[0] > DIRECT_STATES:
         inverse = sp.diags(1.0 / a.diagonal())
         x, info = bicgstab(a, b, x0=inverse @ b, rtol=SOLVE_TOLERANCE, atol=0.0, M=inverse, maxiter=ITERATIONS)
