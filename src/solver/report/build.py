@@ -169,6 +169,9 @@ def build_report(
         known.positions = parts.cached("positions", parts.positions, entries.positions_entry,
                                        entries.positions_from, play=True)
         progressed()
+    # The skill gap's solves need the table, not the chain of play (gigabytes at the printed rules):
+    # held, it left them less memory than a solve of the rules' size needs, and they were refused.
+    parts.let_go_of_play()
     if "skill" in sections:
         known.skill = parts.cached("skill", parts.skill, lambda results: [asdict(r) for r in results],
                                    lambda entry: [PolicyResult(**r) for r in entry])
@@ -433,7 +436,11 @@ class _Parts:
         return None if name == "skill" else self._table.result.num_states
 
     def let_go(self) -> None:
-        self._table = self._play = self._chain = self._visits = None
+        self._table = None
+        self.let_go_of_play()
+
+    def let_go_of_play(self) -> None:
+        self._play = self._chain = self._visits = None
 
     def headline(self):
         """The start's summary and answer, the table's size and largest exploitability, and where play stalls."""
