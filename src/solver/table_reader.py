@@ -235,6 +235,8 @@ class TableReader:
         if not np.all(np.isin(full, index)):
             raise ValueError("the detailed states must be among the codes")
         at = np.searchsorted(index, full)
+        is_full = np.zeros(index.size, np.bool_)
+        is_full[at] = True
         per_state = {name: self.rows(name, index) for name in ("states", "values")}
         for name in ("terminal_probability", "unending_probability", "ending_turns", "p1_guarantee", "p2_guarantee",
                      *PER_STATE_HURRY):
@@ -244,7 +246,8 @@ class TableReader:
             per_state[name] = every
         sides = {}
         for side in ("row", "col"):
-            bounds = [self.take(f"{side}_ptr", i, i + 2) if i in full else np.zeros(2, np.int64) for i in index]
+            bounds = [self.take(f"{side}_ptr", i, i + 2) if whole else np.zeros(2, np.int64)
+                      for i, whole in zip(index, is_full)]
             sides[f"{side}_ptr"] = np.concatenate([[0], np.cumsum([b[1] - b[0] for b in bounds])]).astype(np.int64)
             for field in ("actions", "strategy"):
                 name = f"{side}_{field}"

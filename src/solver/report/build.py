@@ -267,7 +267,7 @@ class _Known:
         for v, s in solved:
             source = (TABLE_CACHED if s.reused else COMPUTED) if v in fresh_variants else CACHED
             solves.append(MadePart(v.label, s.seconds, s.states, source, "further solves"))
-        made = [part for part in self.parts.made_parts() if part.part != PART_LABELS["further solves"]]
+        made = self.parts.made_parts(leaving_out=("further solves",))  # rebuilt below, with each solve
         if not solves:
             return made
         wall = self.parts.seconds.get("further solves")
@@ -330,15 +330,15 @@ class _Parts:
         label = name.split(": ", 1)[1] if group else PART_LABELS.get(name, name)
         self.made[name] = MadePart(label, seconds, states, source, group)
 
-    def made_parts(self) -> list[MadePart]:
+    def made_parts(self, leaving_out: tuple[str, ...] = ()) -> list[MadePart]:
         """The parts so far, each group's members after it; the rules' table
         first, as the run that solved it kept it when this one did not need it."""
         kept = self.results.get("report:table")
         if "table" not in self.made and kept is not None:
             self.made = {"table": MadePart(PART_LABELS["table"], kept["seconds"], kept["states"], CACHED), **self.made}
-        top = [name for name, part in self.made.items() if part.group is None]
+        top = [name for name, part in self.made.items() if part.group is None and name not in leaving_out]
         members = [name for name in self.made if self.made[name].group is not None]
-        groups = {name for name in top}
+        groups = set(top)
         order = []
         for name in top:
             order.append(self.made[name])
