@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from solver.cache import CACHE_ENV
+from solver.storage import CACHE_ENV
 
 
 @pytest.fixture(autouse=True)

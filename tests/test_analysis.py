@@ -14,7 +14,7 @@ from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import held_bonus_counts, initial_position
 from solver.analysis.card_status import card_flags
-from solver.analysis.chain import chain_of_play, expected_visits, play_chain
+from solver.core.chain import chain_of_play, expected_visits, play_chain
 from solver.analysis.draws import draw_values, table_draw_values
 from solver.analysis.policy_play import PolicyPlay, play_figures, table_policy
 from solver.analysis.positions import annotated_positions
@@ -23,8 +23,8 @@ from solver.analysis.sensitivity import longer_board, sensitivity_variants, shor
 from solver.analysis.skill_gap import greedy_policy, play_mirrors, skill_gap, table_skill_gap, uniform_policy
 from solver.analysis.usage import CardStatus, card_usage, statuses, table_card_usage
 from solver.report.charts import bar_chart, heat_map, nice_ticks
-from solver.graph import build_graph
-from solver.solve import solve_from
+from solver.core.graph import build_graph
+from solver.core.solve import solve_from
 from solver.summary import play_from
 from solver.tables import SolvedTable
 

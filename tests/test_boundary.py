@@ -14,10 +14,11 @@ from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
 from rules.charge_spark.state import initial_position
-from solver.boundary import Boundary
-from solver.cache import table_path
+from solver.storage import TABLE_FORMAT
+from solver.core.boundary import Boundary
+from solver.core.table_file import table_path
 from solver.cli import main
-from solver.solve import solve_from
+from solver.core.solve import solve_from
 from solver.tables import solved_table
 
 # Health 2, so that P1 can start one Health down; a star, two bonus cards; solved in about a second.
@@ -115,12 +116,12 @@ def test_other_starts_in_the_sensitivity_section_are_solved_to_the_edge_of_the_r
 
 
 def test_a_table_found_damaged_while_solving_to_its_edge_is_moved_aside_and_the_start_solved_whole(tmp_path):
-    from solver.table_reader import TableReader
+    from solver.core.table_reader import TableReader
 
     cache = tmp_path / "stored"
     assert run("solve", *_set(OVERRIDES), "--cache-dir", str(cache)).exit_code == 0
     (table,) = cache.glob("*.npz")
-    values = TableReader(table, fingerprint(RULES))._arrays["values"]  # damage every block of the values, not the codes
+    values = TableReader(table, fingerprint(RULES), TABLE_FORMAT)._arrays["values"]  # damage every block of the values, not the codes
     data = bytearray(table.read_bytes())
     for at in range(values.offset, values.offset + values.nbytes):
         data[at] ^= 0xFF

@@ -12,10 +12,10 @@ import pytest
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver.bracketing import GAP_TOL, bracket_values, component_games, mirrors_strategies, seat_mirror
-from solver.certify import best_response_values
-from solver.components import strongly_connected_components
-from solver.graph import build_graph, reachable_states
+from solver.core.bracketing import GAP_TOL, bracket_values, component_games, mirrors_strategies, seat_mirror
+from solver.core.certify import best_response_values
+from solver.core.components import strongly_connected_components
+from solver.core.graph import build_graph, reachable_states
 from dict_game import LOSS, WIN, DictGame
 
 
@@ -101,7 +101,7 @@ def test_slow_components_close_in_a_few_rounds():
 def test_a_retry_that_does_not_narrow_the_bracket_is_the_last(monkeypatch):
     # A component left wider than RETRY_GAP is retried after more sweeps; when
     # that retry ends no narrower, the longer retries after it are skipped.
-    import solver.bracketing as bracketing
+    import solver.core.bracketing as bracketing
 
     game = DictGame(
         {0: {(0, 0): [(1.0, 0)], (0, 1): [(1.0, WIN)], (1, 0): [(1.0, WIN)], (1, 1): [(1.0, LOSS)]}},
@@ -131,7 +131,7 @@ def scripted_rounds(monkeypatch, guarantees):
     estimated as the middle of the bounds; returns its result, the target of
     each stage re-solve in order (P1's, then P2's, per round) and the bounds
     each estimate started from."""
-    import solver.bracketing as bracketing
+    import solver.core.bracketing as bracketing
 
     solved, targets, starts = [], [], []
 
@@ -173,7 +173,7 @@ def test_sweeps_start_from_the_tightest_bounds_found_state_by_state(monkeypatch)
     # No single round brackets both states, but together the rounds pin the
     # value at each: the third round's sweeps start from those state-wise
     # bounds, and each side aims a nudge past the estimate they give.
-    from solver.bracketing import NUDGE
+    from solver.core.bracketing import NUDGE
 
     p1 = [VALUE - [0.0, 2e-4], VALUE - [2e-4, 0.0], VALUE - 1e-12]
     p2 = [VALUE + [0.0, 2e-4], VALUE + [2e-4, 0.0], VALUE + 1e-12]

@@ -20,10 +20,11 @@ import pytest
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver import cache
-from solver.cache import DamagedTableError, load_table, quarantine, save_table, table_path
-from solver.result import ARRAY_FIELDS
-from solver.solve import solve_from
+from solver.storage import TABLE_FORMAT
+from solver.core import table_file as cache
+from solver.core.table_file import DamagedTableError, load_table, quarantine, save_table, table_path
+from solver.core.result import ARRAY_FIELDS
+from solver.core.solve import solve_from
 
 SMALL = ["board=SM", "health=1", "bonus_cards="]
 
@@ -40,13 +41,13 @@ def small_solve():
 def saved(tmp_path):
     key, game, root, result = small_solve()
     path = table_path(tmp_path, key)
-    save_table(path, result, key, {"fingerprint": key})
+    save_table(path, result, key, {"fingerprint": key}, fmt=TABLE_FORMAT)
     return path, key, game, root, result
 
 
 def test_round_trip_keeps_every_array_and_the_answer(saved):
     path, key, game, root, result = saved
-    loaded = load_table(path, key)
+    loaded = load_table(path, key, fmt=TABLE_FORMAT)
     for name in ARRAY_FIELDS:
         np.testing.assert_array_equal(getattr(loaded, name), getattr(result, name))
     assert loaded.graph is None
@@ -57,7 +58,7 @@ def test_round_trip_keeps_every_array_and_the_answer(saved):
 
 def test_a_missing_table_is_not_an_error(tmp_path):
     with pytest.raises(FileNotFoundError):
-        load_table(tmp_path / "none.npz", "abc")
+        load_table(tmp_path / "none.npz", "abc", fmt=TABLE_FORMAT)
 
 
 def test_truncated_table_is_detected(saved):
@@ -66,7 +67,7 @@ def test_truncated_table_is_detected(saved):
     for keep in (0, 10, len(data) // 2, len(data) - 1):
         path.write_bytes(data[:keep])
         with pytest.raises(DamagedTableError, match=path.name):
-            load_table(path, key)
+            load_table(path, key, fmt=TABLE_FORMAT)
 
 
 def test_every_flipped_byte_in_a_sample_is_detected(saved):
@@ -78,7 +79,7 @@ def test_every_flipped_byte_in_a_sample_is_detected(saved):
         damaged[at] ^= 1 << int(rng.integers(8))
         path.write_bytes(bytes(damaged))
         with pytest.raises(DamagedTableError):
-            load_table(path, key)
+            load_table(path, key, fmt=TABLE_FORMAT)
 
 
 def _rewrite_header(path, change):
@@ -92,14 +93,14 @@ def _rewrite_header(path, change):
 def test_table_of_other_rules_is_refused(saved):
     path, key, *_ = saved
     with pytest.raises(DamagedTableError, match="expected"):
-        load_table(path, "0123456789ab")
+        load_table(path, "0123456789ab", fmt=TABLE_FORMAT)
 
 
 def test_other_format_version_is_refused(saved):
     path, key, *_ = saved
-    _rewrite_header(path, lambda h: h.update(format_version=cache.FORMAT_VERSION + 1))
+    _rewrite_header(path, lambda h: h.update(format_version=TABLE_FORMAT.version + 1))
     with pytest.raises(DamagedTableError, match="format"):
-        load_table(path, key)
+        load_table(path, key, fmt=TABLE_FORMAT)
 
 
 def _rewrite_values(path, values):
@@ -114,32 +115,32 @@ def test_table_of_another_solver_version_is_refused(saved):
     path, key, *_ = saved
     _rewrite_header(path, lambda h: h.update(written_by="0.0.0-other"))
     with pytest.raises(DamagedTableError, match="written by solver 0.0.0-other"):
-        load_table(path, key)
+        load_table(path, key, fmt=TABLE_FORMAT)
 
 
 def test_changed_array_with_a_stale_checksum_is_refused(saved):
     path, key, *_ = saved
     _rewrite_values(path, lambda v: v * 0.5)
     with pytest.raises(DamagedTableError, match="checksum"):
-        load_table(path, key)
+        load_table(path, key, fmt=TABLE_FORMAT)
 
 
 def test_pickled_object_arrays_are_never_loaded(saved):
     path, key, *_ = saved
     _rewrite_values(path, lambda v: np.array([object()], dtype=object))
     with pytest.raises(DamagedTableError):
-        load_table(path, key)
+        load_table(path, key, fmt=TABLE_FORMAT)
 
 
 def test_not_a_table_at_all(tmp_path):
     path = tmp_path / "x.npz"
     path.write_text("hello")
     with pytest.raises(DamagedTableError, match="unreadable"):
-        load_table(path, "x")
+        load_table(path, "x", fmt=TABLE_FORMAT)
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("other.npy", b"")
     with pytest.raises(DamagedTableError):
-        load_table(path, "x")
+        load_table(path, "x", fmt=TABLE_FORMAT)
 
 
 def test_quarantine_moves_the_file_aside(saved):
@@ -161,7 +162,7 @@ def test_failed_write_leaves_the_old_table_and_no_temporary(saved, monkeypatch):
 
     monkeypatch.setattr(cache, "byte_chunks", interrupted_after_some_arrays)
     with pytest.raises(KeyboardInterrupt):
-        save_table(path, small_solve()[3], key)
+        save_table(path, small_solve()[3], key, fmt=TABLE_FORMAT)
     assert path.read_bytes() == before
     assert [p.name for p in path.parent.iterdir()] == [path.name]
 
@@ -173,29 +174,30 @@ def test_kill_9_during_a_write_leaves_a_loadable_table(saved):
         import numpy as np, sys
         from dataclasses import replace
         sys.path[:0] = {sys.path!r}
-        from solver.cache import load_table, save_table
-        table = load_table({str(path)!r}, {key!r})
+        from solver.core.table_file import load_table, save_table
+        from solver.storage import TABLE_FORMAT
+        table = load_table({str(path)!r}, {key!r}, fmt=TABLE_FORMAT)
         big = replace(table, method="x" * 80_000_000)  # a slow write of a valid table
         print("ready", flush=True)
         while True:
-            save_table({str(path)!r}, big, {key!r})
+            save_table({str(path)!r}, big, {key!r}, fmt=TABLE_FORMAT)
     """)
     child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert child.stdout.readline().strip() == "ready"
     time.sleep(0.5)
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
-    load_table(path, key)  # the old table or a complete new one, never half of one
+    load_table(path, key, fmt=TABLE_FORMAT)  # the old table or a complete new one, never half of one
 
 
 def test_arrays_of_inconsistent_sizes_are_refused(saved):
     path, key, *_ = saved
-    table = load_table(path, key)
+    table = load_table(path, key, fmt=TABLE_FORMAT)
     from dataclasses import replace
 
-    save_table(path, replace(table, values=table.values[:-1]), key)
+    save_table(path, replace(table, values=table.values[:-1]), key, fmt=TABLE_FORMAT)
     with pytest.raises(DamagedTableError, match="values"):
-        load_table(path, key)
+        load_table(path, key, fmt=TABLE_FORMAT)
 
 
 def test_a_memory_mapped_result_is_written_as_it_is_in_memory(saved, tmp_path):
@@ -208,9 +210,9 @@ def test_a_memory_mapped_result_is_written_as_it_is_in_memory(saved, tmp_path):
         mapped[name] = np.load(tmp_path / f"{name}.npy", mmap_mode="r")
     assert isinstance(mapped["row_strategy"], np.memmap)
     one, other = tmp_path / "in-memory.npz", tmp_path / "mapped.npz"
-    save_table(one, replace(result, **in_memory), key)
-    save_table(other, replace(result, **mapped), key)
+    save_table(one, replace(result, **in_memory), key, fmt=TABLE_FORMAT)
+    save_table(other, replace(result, **mapped), key, fmt=TABLE_FORMAT)
     assert one.read_bytes() == other.read_bytes()
-    loaded = load_table(other, key)
+    loaded = load_table(other, key, fmt=TABLE_FORMAT)
     for name in ARRAY_FIELDS:
         np.testing.assert_array_equal(getattr(loaded, name), in_memory[name])

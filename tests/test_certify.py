@@ -1,4 +1,4 @@
-"""Tests for solver.components and solver.certify on hand-built and random GameGraphs."""
+"""Tests for solver.core.components and solver.core.certify on hand-built and random GameGraphs."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-import solver.certify as certify_mod
-from solver.certify import (
+import solver.core.certify as certify_mod
+from solver.core.certify import (
     best_response,
     best_response_values,
     bellman_residual,
@@ -22,8 +22,8 @@ from solver.certify import (
     outcomes_and_ending_turns,
     pure_strategy,
 )
-from solver.components import component_of, strongly_connected_components, successor_csr
-from solver.graph import GameGraph
+from solver.core.components import component_of, strongly_connected_components, successor_csr
+from solver.core.graph import GameGraph
 
 # --------------------------------------------------------------------------
 # Builders.
@@ -540,7 +540,7 @@ def test_rejects_bad_strategies():
 
 
 def test_bellman_residual_with_stage_kernel():
-    pytest.importorskip("solver.stage")
+    pytest.importorskip("solver.core.stage")
     rng = np.random.default_rng(7)
     g = random_graph(rng, 30, max_actions=3, max_outcomes=2, p_terminal=0.2)
     values = rng.random(g.num_states)

@@ -12,7 +12,7 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import format_position, parse_position
 from rules.charge_spark.state import initial_position
 from solver.cli import main
-from solver.graph import build_graph
+from solver.core.graph import build_graph
 
 SMALL = ["--set", "board=SM", "--set", "health=1", "--set", "bonus_cards="]
 
@@ -41,8 +41,8 @@ def test_query_json_has_every_documented_key():
 
 
 def test_query_expected_length_is_that_of_the_strategies_markov_chain():
-    from solver.certify import expected_length_and_distribution
-    from solver.solve import solve_from
+    from solver.core.certify import expected_length_and_distribution
+    from solver.core.solve import solve_from
 
     answer = json.loads(run("query", "start", *SMALL, "--json").stdout)
     rules = apply_overrides(RuleSet(), [a for a in SMALL if a != "--set"])
@@ -225,7 +225,7 @@ def test_a_large_stored_table_is_followed_only_when_asked(private_table_cache, m
 def test_a_full_disk_is_one_line_and_keeps_the_stored_table(private_table_cache, monkeypatch):
     import errno
 
-    import solver.layered
+    import solver.core.layered
 
     assert run("solve", *SMALL).exit_code == 0
     stored = {p.name: p.read_bytes() for p in private_table_cache.glob("*.npz")}
@@ -233,7 +233,7 @@ def test_a_full_disk_is_one_line_and_keeps_the_stored_table(private_table_cache,
     def full_disk(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(solver.layered.np, "save", full_disk)  # the solve's working files
+    monkeypatch.setattr(solver.core.layered.np, "save", full_disk)  # the solve's working files
     result = run("solve", "--force", *SMALL)
     assert result.exit_code == 2
     assert result.stderr.startswith("charge-spark: error: No space left on device") and "TMPDIR" in result.stderr
@@ -244,12 +244,13 @@ def test_a_full_disk_is_one_line_and_keeps_the_stored_table(private_table_cache,
 def test_query_matches_between_cache_and_fresh_solve(tmp_path):
     cached_dir = tmp_path / "cached"
     assert run("solve", *SMALL, "--cache-dir", str(cached_dir)).exit_code == 0
-    from solver.cache import load_table, table_path
+    from solver.core.table_file import load_table, table_path
+    from solver.storage import TABLE_FORMAT
 
     rules = apply_overrides(RuleSet(), [a for a in SMALL if a != "--set"])
     game = ChargeSparkGame(rules)
     key = fingerprint(rules)
-    table = load_table(table_path(cached_dir, key), key)
+    table = load_table(table_path(cached_dir, key), key, fmt=TABLE_FORMAT)
     position = format_position(game.decode(int(table.states[table.num_states // 3])), rules)
     from_table = json.loads(run("query", position, *SMALL, "--cache-dir", str(cached_dir), "--json").stdout)
     from_scratch = json.loads(run("query", position, *SMALL, "--cache-dir", str(tmp_path / "empty"), "--json").stdout)
@@ -314,10 +315,10 @@ def test_an_interrupted_solve_saves_nothing_and_says_so(private_table_cache, sig
 
 def test_a_solve_that_would_not_fit_in_memory_is_refused_before_building(monkeypatch):
     import solver.cli
-    import solver.solve
+    import solver.core.solve
 
-    memory = 1000 * solver.solve.LAYERED_BYTES_PER_STATE  # 90% of it holds 900 states
-    monkeypatch.setattr(solver.solve, "available_memory", lambda: memory)
+    memory = 1000 * solver.core.solve.LAYERED_BYTES_PER_STATE  # 90% of it holds 900 states
+    monkeypatch.setattr(solver.core.solve, "available_memory", lambda: memory)
     # An estimate that undercounts: the enumeration's own guard still refuses.
     monkeypatch.setattr(solver.cli, "estimate_reachable", lambda rules, position: 10)
     result = run("query", "start", *SMALL)

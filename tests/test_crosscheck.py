@@ -13,8 +13,8 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import format_position
 from rules.charge_spark.state import initial_position
 from solver.cli import main
-from solver.nfg import read_nfg_payoffs, write_nfg
-from solver.solve import solve_from
+from solver.core.nfg import read_nfg_payoffs, write_nfg
+from solver.core.solve import solve_from
 
 SMALL = ["--set", "board=SM", "--set", "health=1", "--set", "bonus_cards="]
 

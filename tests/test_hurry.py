@@ -11,17 +11,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import solver.hurry as hurry_module
-import solver.layered as layered
-import solver.solve as solve_module
+import solver.core.hurry as hurry_module
+import solver.core.layered as layered
+import solver.core.solve as solve_module
 from dict_game import LOSS, WIN, DictGame
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 from solver.analysis.stalls import median_length
-from solver.certify import expected_length_and_distribution
-from solver.hurry import Hurried, fallback_marks
-from solver.solve import solve_from
+from solver.core.certify import expected_length_and_distribution
+from solver.core.hurry import Hurried, fallback_marks
+from solver.core.solve import solve_from
 from solver.summary import play_from
 
 HIDE_OR_RUN = DictGame(

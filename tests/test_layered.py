@@ -10,10 +10,10 @@ import pytest
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver.components import strongly_connected_components
-from solver.graph import build_graph, reachable_states
-from solver.layered import enumerate_by_rank, solve_layers
-from solver.solve import _solve_graph
+from solver.core.components import strongly_connected_components
+from solver.core.graph import build_graph, reachable_states
+from solver.core.layered import enumerate_by_rank, solve_layers
+from solver.core.solve import _solve_graph
 
 VARIANTS = {  # each with several ranks and cycles within them, and each solved in seconds
     "no-bonus": ["board=S.M", "health=1", "bonus_cards="],
@@ -69,7 +69,7 @@ def test_layers_hold_exactly_the_reachable_states(solved_both_ways):
 
 
 def test_folding_by_seat_changes_nothing_but_the_work(solved_both_ways, monkeypatch):
-    import solver.layered as layered_module
+    import solver.core.layered as layered_module
 
     game, root, layers, folded, _ = solved_both_ways
     monkeypatch.setattr(layered_module, "folds_by_seat", lambda game: False)
@@ -106,7 +106,7 @@ def test_values_agree_with_the_whole_graph_solve(solved_both_ways):
 def test_composed_certificate_matches_global_best_responses(solved_both_ways):
     # The per-rank guarantees, each composed with the guarantees of the states
     # it exits to, equal a best response computed over the whole graph.
-    from solver.certify import best_response_values
+    from solver.core.certify import best_response_values
 
     game, _, _, layered, _ = solved_both_ways
     graph = build_graph(game, layered.states)
@@ -125,7 +125,7 @@ def test_composed_outcome_probabilities_and_length_match_the_whole_chain(solved_
     # Each rank's exits carry the outcome chances and ending turns of where they
     # lead (the seat-swapped ranks their twins', seats swapped): composed, they
     # are those of the strategies' Markov chain over the whole graph.
-    from solver.certify import outcomes_and_ending_turns
+    from solver.core.certify import outcomes_and_ending_turns
 
     game, _, _, layered, _ = solved_both_ways
     graph = build_graph(game, layered.states)
@@ -174,7 +174,7 @@ def test_a_killed_solve_leaves_no_working_files_behind_the_next_one(tmp_path):
     import subprocess
     import sys
 
-    from solver.layered import _SPILL_PREFIX
+    from solver.core.layered import _SPILL_PREFIX
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     abandoned = tmp_path / f"{_SPILL_PREFIX}{int(gone.stdout)}-x1y2"  # that process has exited
@@ -195,8 +195,8 @@ def test_p2_guarantees_are_mirrored_from_p1s_not_recomputed(monkeypatch):
     # certificate of a layer holding both twins computes P1's best responses
     # only; the global best responses above check that the mirrored guarantees
     # are exact.
-    import solver.layered as layered_module
-    from solver.bracketing import mirrors_strategies
+    import solver.core.layered as layered_module
+    from solver.core.bracketing import mirrors_strategies
 
     seats = []
     real = layered_module.best_response_values
@@ -217,7 +217,7 @@ def test_p2_guarantees_are_mirrored_from_p1s_not_recomputed(monkeypatch):
 
 
 def test_distinct_codes_by_sorting_equal_numpys_unique():
-    from solver.graph import distinct_sorted, merged_distinct
+    from solver.core.graph import distinct_sorted, merged_distinct
 
     rng = np.random.default_rng(7)
     for count in (1, 2, 5):
@@ -232,7 +232,7 @@ def test_distinct_codes_by_sorting_equal_numpys_unique():
 def test_a_game_without_choices_is_solved_as_its_markov_chain(monkeypatch):
     # Both players fixed (uniform P1 against the table's P2): every layer is a
     # chain, solved by linear solves; the bracket on the same layers agrees.
-    import solver.layered as layered_module
+    import solver.core.layered as layered_module
     from solver.analysis.policy_play import PolicyPlay, table_policy
     from solver.analysis.skill_gap import uniform_policy
 

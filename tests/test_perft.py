@@ -7,7 +7,7 @@ import pytest
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver.graph import reachable_states
+from solver.core.graph import reachable_states
 
 # Non-terminal states reachable from `start`; "natural identity": both
 # players' Health, Battery, Disc, pawn, rest-zone card (a Copy remembering

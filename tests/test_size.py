@@ -14,8 +14,8 @@ from rules.charge_spark.notation import parse_position
 from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 from solver.cli import main
-from solver.graph import reachable_states
-from solver.solve import LAYERED_BYTES_PER_STATE, refuse_if_estimate_too_large
+from solver.core.graph import reachable_states
+from solver.core.solve import LAYERED_BYTES_PER_STATE, refuse_if_estimate_too_large
 
 STATED_FACTOR = 1.5  # the module's measured worst is 1.46x, and it never undercounts
 

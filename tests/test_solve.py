@@ -13,10 +13,10 @@ from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
 from rules.charge_spark.state import initial_position
-from solver.graph import build_graph
-from solver.reference import reference_values
-from solver.solve import solve_from
-from solver.stage import max_regret
+from solver.core.graph import build_graph
+from reference import reference_values
+from solver.core.solve import solve_from
+from solver.core.stage import max_regret
 
 from dict_game import LOSS, WIN, DictGame
 
@@ -97,7 +97,7 @@ def test_swapping_seats_gives_one_minus_the_value(name):
 
 
 def test_the_method_says_when_half_the_positions_were_copied_from_their_twins():
-    from solver.solve import FOLDED_METHOD, LAYERED_METHOD
+    from solver.core.solve import FOLDED_METHOD, LAYERED_METHOD
 
     rules, game, _, from_start = solved_variant("S*M-h1-ray")
     assert from_start.method == FOLDED_METHOD != LAYERED_METHOD

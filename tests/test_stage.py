@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from solver import stage
-from solver.stage import (
+from solver.core import stage
+from solver.core.stage import (
     MatrixGameSolution,
     StageSolveError,
     make_workspace,

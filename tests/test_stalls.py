@@ -13,8 +13,8 @@ from solver.analysis.stalls import (
     EPSILON_OPTIMAL, LOOP, STANDOFF, LengthFigures, Stall, StallChain, length_and_stalls, length_figures, length_pmf,
     stall_chain, stalls, table_stall_chain,
 )
-from solver.graph import build_graph
-from solver.solve import solve_from
+from solver.core.graph import build_graph
+from solver.core.solve import solve_from
 from solver.summary import play_from
 
 from dict_game import LOSS, WIN, DictGame

@@ -231,7 +231,7 @@ def test_the_page_escapes_every_user_string():
 
 
 def test_a_workers_memory_limit_caps_the_states_when_it_is_the_tightest(monkeypatch):
-    from solver import solve
+    from solver.core import solve
 
     gigabyte = 10**9
     monkeypatch.setattr(solve, "fitting_states", lambda per_state=None: 10**7)

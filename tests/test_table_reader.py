@@ -12,10 +12,11 @@ import pytest
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver import cache
-from solver.cache import FIRST_CODES, DamagedTableError, save_table, table_path
-from solver.solve import solve_from
-from solver.table_reader import TableReader
+from solver.storage import TABLE_FORMAT
+from solver.core import table_file as cache
+from solver.core.table_file import FIRST_CODES, DamagedTableError, save_table, table_path
+from solver.core.solve import solve_from
+from solver.core.table_reader import TableReader
 from solver.tables import stored_part
 
 # Big enough that its arrays span several checksum blocks.
@@ -32,11 +33,11 @@ def solved():
 @pytest.fixture
 def stored(tmp_path, monkeypatch):
     monkeypatch.setattr(cache, "BLOCK_BYTES", 1 << 14)  # many blocks in a small table
-    monkeypatch.setattr("solver.table_reader.BLOCK_BYTES", 1 << 14)
+    monkeypatch.setattr("solver.core.table_reader.BLOCK_BYTES", 1 << 14)
     game, root, result = solved()
     key = fingerprint(RULES)
     path = table_path(tmp_path, key)
-    save_table(path, result, key)
+    save_table(path, result, key, fmt=TABLE_FORMAT)
     return path, key, game, root, result
 
 
@@ -54,7 +55,7 @@ def test_a_part_answers_exactly_as_the_whole_table(stored):
 
 def test_reading_one_state_verifies_only_the_blocks_it_touches(stored):
     path, key, _, root, result = stored
-    reader = TableReader(path, key)
+    reader = TableReader(path, key, TABLE_FORMAT)
     reader.part(np.array([root]))
     total = sum(len(b) for b in reader.header["blocks"].values())
     checked = sum(len(b) for b in reader._verified.values())
@@ -67,7 +68,7 @@ def test_successors_read_for_their_values_alone_touch_fewer_blocks(stored):
     path, key, game, root, result = stored
     nxt = np.asarray(game.expand(np.array([root], np.int64)).out_next)
     codes = np.concatenate([[root], np.unique(nxt[nxt >= 0])])
-    whole, lean = TableReader(path, key), TableReader(path, key)
+    whole, lean = TableReader(path, key, TABLE_FORMAT), TableReader(path, key, TABLE_FORMAT)
     everything, values_only = whole.part(codes), lean.part(codes, detailed=np.array([root]))
     assert sum(map(len, lean._verified.values())) < sum(map(len, whole._verified.values()))
     assert np.array_equal(values_only.values, everything.values)
@@ -85,7 +86,7 @@ def test_a_state_the_table_does_not_hold_is_none(stored):
 
 def test_damage_in_a_block_a_query_reads_is_detected_and_moved_aside(stored):
     path, key, game, root, result = stored
-    reader = TableReader(path, key)
+    reader = TableReader(path, key, TABLE_FORMAT)
     index = reader.index_of(root)
     # Flip a byte of the start state's value, found through the mapped array's offset.
     values = reader._arrays["values"]
@@ -94,7 +95,7 @@ def test_damage_in_a_block_a_query_reads_is_detected_and_moved_aside(stored):
     data[at] ^= 0x10
     path.write_bytes(bytes(data))
     with pytest.raises(DamagedTableError, match="checksum mismatch in values"):
-        TableReader(path, key).part(np.array([root]))
+        TableReader(path, key, TABLE_FORMAT).part(np.array([root]))
     warnings = []
     assert stored_part(path, key, root, ReferenceChargeSparkGame(RULES), warnings.append) is None
     assert not path.exists() and "moved aside" in warnings[0]
@@ -106,10 +107,10 @@ def test_truncated_or_foreign_files_are_refused_on_opening(stored):
     for keep in (0, 100, len(data) // 2, len(data) - 30):
         path.write_bytes(data[:keep])
         with pytest.raises(DamagedTableError):
-            TableReader(path, key).part(np.array([int(solved()[2].states[-1])]))
+            TableReader(path, key, TABLE_FORMAT).part(np.array([int(solved()[2].states[-1])]))
     path.write_bytes(data)
     with pytest.raises(DamagedTableError, match="expected"):
-        TableReader(path, "0123456789ab")
+        TableReader(path, "0123456789ab", TABLE_FORMAT)
 
 
 PER_BLOCK = (1 << 14) // 8  # codes in a block of `states`, with the fixture's blocks
@@ -158,12 +159,12 @@ def _old_copy(path, directory):
 
 def test_the_header_holds_the_first_code_of_each_block_of_states(stored):
     path, key, _, _, result = stored
-    assert TableReader(path, key).header[FIRST_CODES] == np.asarray(result.states)[::PER_BLOCK].tolist()
+    assert TableReader(path, key, TABLE_FORMAT).header[FIRST_CODES] == np.asarray(result.states)[::PER_BLOCK].tolist()
 
 
 def test_the_index_finds_every_state_as_the_binary_search_does(stored, tmp_path):
     path, key, _, _, result = stored
-    indexed, searched = TableReader(path, key), TableReader(_old_copy(path, tmp_path / "old"), key)
+    indexed, searched = TableReader(path, key, TABLE_FORMAT), TableReader(_old_copy(path, tmp_path / "old"), key, TABLE_FORMAT)
     assert indexed.indexed and not searched.indexed
     states = np.asarray(result.states)
     assert states.size > 10 * PER_BLOCK
@@ -174,7 +175,7 @@ def test_the_index_finds_every_state_as_the_binary_search_does(stored, tmp_path)
     sample = np.random.default_rng(5).choice(states.size, size=300, replace=False)  # unsorted, as a query's successors
     np.testing.assert_array_equal(indexed.indices_of(states[sample]), sample)
     np.testing.assert_array_equal(searched.indices_of(states[sample]), sample)
-    np.testing.assert_array_equal(TableReader(path, key).indices_of(states), np.arange(states.size))
+    np.testing.assert_array_equal(TableReader(path, key, TABLE_FORMAT).indices_of(states), np.arange(states.size))
     with pytest.raises(KeyError):
         indexed.indices_of(np.array([states[0], states[-1] + 1]))
 
@@ -184,7 +185,7 @@ def test_a_table_written_without_the_index_is_still_read(stored, tmp_path):
     old = _old_copy(path, tmp_path / "old")
     reference = ReferenceChargeSparkGame(RULES)
     part = stored_part(old, key, root, reference)
-    assert not TableReader(old, key).indexed
+    assert not TableReader(old, key, TABLE_FORMAT).indexed
     assert part is not None and part.answer(root, reference) == result.answer(root, game)
     assert stored_part(old, key, 12345, reference) is None and old.exists()
 
@@ -193,13 +194,13 @@ def test_one_lookup_verifies_at_most_two_blocks_of_the_states(stored, tmp_path):
     path, key, _, root, result = stored
     states = np.asarray(result.states)
     for code in [root, *_probes(states)]:
-        reader = TableReader(path, key)
+        reader = TableReader(path, key, TABLE_FORMAT)
         _looked_up(reader, int(code))
         assert 1 <= len(reader._verified["states"]) <= 2
-    reader = TableReader(path, key)
+    reader = TableReader(path, key, TABLE_FORMAT)
     reader.index_of(int(states[PER_BLOCK + 5]))  # inside a block: that block alone
     assert reader._verified == {"states": {1}}
-    searched = TableReader(_old_copy(path, tmp_path / "old"), key)
+    searched = TableReader(_old_copy(path, tmp_path / "old"), key, TABLE_FORMAT)
     searched.index_of(int(states[PER_BLOCK + 5]))
     assert len(searched._verified["states"]) > 2  # what the index saves
 
@@ -217,7 +218,7 @@ def test_a_malformed_index_is_refused_on_opening(stored, damage, message):
     assert -(-result.num_states // PER_BLOCK) == 16
     _rewrite_header(path, lambda header: damage(header[FIRST_CODES]))
     with pytest.raises(DamagedTableError, match=f"index of the states {message}"):
-        TableReader(path, key)
+        TableReader(path, key, TABLE_FORMAT)
 
 
 def test_an_index_that_does_not_match_the_states_never_finds_a_wrong_state(stored):
@@ -227,10 +228,10 @@ def test_an_index_that_does_not_match_the_states_never_finds_a_wrong_state(store
     first, last_before = int(states[block * PER_BLOCK]), int(states[block * PER_BLOCK - 1])
     for moved in (first + 1, last_before + 1 if last_before + 1 < first else first - 1):  # still sorted, now wrong
         _rewrite_header(path, lambda header: header[FIRST_CODES].__setitem__(block, moved))
-        reader = TableReader(path, key)  # opens: the damage shows only against the block
+        reader = TableReader(path, key, TABLE_FORMAT)  # opens: the damage shows only against the block
         for code in (first, int(states[block * PER_BLOCK + 3])):
             with pytest.raises(DamagedTableError, match="index of the states does not match block 5"):
-                TableReader(path, key).index_of(code)
+                TableReader(path, key, TABLE_FORMAT).index_of(code)
         with pytest.raises(DamagedTableError, match="does not match block 5"):
             reader.indices_of(states[::1000])
     warnings = []

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
+from solver.storage import TABLE_FORMAT
 from solver import tables
-from solver.cache import DamagedTableError, load_table, table_path
-from solver.result import ARRAY_FIELDS
-from solver.table_reader import TableReader
+from solver.core.table_file import DamagedTableError, load_table, table_path
+from solver.core.result import ARRAY_FIELDS
+from solver.core.table_reader import TableReader
 
 SMALL = apply_overrides(RuleSet(), ["board=SM", "health=1", "bonus_cards="])
 Usage = namedtuple("Usage", "total used free")
@@ -22,7 +23,7 @@ Usage = namedtuple("Usage", "total used free")
 def test_a_mapped_table_holds_what_a_loaded_one_does(tmp_path):
     solved = tables.solved_table(SMALL, tmp_path)
     mapped = tables.solved_table(SMALL, tmp_path, mapped=True)
-    loaded = load_table(solved.path, fingerprint(SMALL))
+    loaded = load_table(solved.path, fingerprint(SMALL), fmt=TABLE_FORMAT)
     assert mapped.reused and isinstance(mapped.result.values, np.memmap)
     for name in ARRAY_FIELDS:
         np.testing.assert_array_equal(getattr(mapped.result, name), getattr(loaded, name))
@@ -31,14 +32,14 @@ def test_a_mapped_table_holds_what_a_loaded_one_does(tmp_path):
 def test_a_damaged_table_is_refused_when_mapped_too(tmp_path):
     path = tables.solved_table(SMALL, tmp_path).path
     with open(path, "r+b") as f:  # a byte of the values, far from the zip's headers
-        reader = TableReader(path, fingerprint(SMALL))
+        reader = TableReader(path, fingerprint(SMALL), TABLE_FORMAT)
         offset = reader._arrays["values"].offset + 8
         f.seek(offset)
         byte = f.read(1)
         f.seek(offset)
         f.write(bytes([byte[0] ^ 0xFF]))
     with pytest.raises(DamagedTableError, match="checksum mismatch in values"):
-        TableReader(path, fingerprint(SMALL)).mapped()
+        TableReader(path, fingerprint(SMALL), TABLE_FORMAT).mapped()
     warnings = []
     again = tables.solved_table(SMALL, tmp_path, mapped=True, warn=warnings.append)
     assert not again.reused and len(warnings) == 1 and "moved aside" in warnings[0]
@@ -99,6 +100,6 @@ def test_a_table_solved_rank_by_rank_is_used_as_mapped_without_reading_it_back(t
     assert read_back == [] and table.stored and not table.reused
     assert isinstance(table.result.values, np.memmap)  # the solve's own arrays, already mapped from its files
     monkeypatch.undo()
-    stored = load_table(table.path, fingerprint(SMALL))
+    stored = load_table(table.path, fingerprint(SMALL), fmt=TABLE_FORMAT)
     for name in ARRAY_FIELDS:
         np.testing.assert_array_equal(getattr(table.result, name), getattr(stored, name))

@@ -9,7 +9,7 @@ from rules.charge_spark.cards import Card as C
 from rules.charge_spark.config import RuleSet
 from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver.graph import reachable_states
+from solver.core.graph import reachable_states
 
 VARIANTS = {
     "no-bonus": RuleSet(board="SM", health=1, bonus_cards=()),

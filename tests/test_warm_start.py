@@ -13,10 +13,11 @@ import pytest
 from rules.charge_spark.config import RuleSet, apply_overrides, canonical_mapping, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
+from solver.storage import TABLE_FORMAT
 from solver.analysis.restricted import RestrictedJob, WithoutRowAction, value_without
 from solver.analysis.sensitivity import Variant, VariantJob, summarise_variant
-from solver.cache import save_table, table_path
-from solver.solve import solve_from
+from solver.core.table_file import save_table, table_path
+from solver.core.solve import solve_from
 from solver.tables import WarmTable, solved_table, warm_start, warm_table_of
 
 SMALL = ["board=S*M", "health=1"]  # 214,123 states
@@ -149,7 +150,7 @@ def test_a_stored_table_of_wrong_values_still_gives_the_exact_answer(tmp_path, t
     """A sound file whose values are all 1 (as if P1 won everywhere), through the job's path."""
     key = fingerprint(TINY)
     wrong = replace(tiny_cold, values=np.ones_like(tiny_cold.values))
-    save_table(table_path(tmp_path / "wrong", key), wrong, key, {"fingerprint": key, "rules": canonical_mapping(TINY)})
+    save_table(table_path(tmp_path / "wrong", key), wrong, key, {"fingerprint": key, "rules": canonical_mapping(TINY)}, fmt=TABLE_FORMAT)
     rules = apply_overrides(TINY, ["cost.ray.disc=0"])
     variant = Variant("ray costs 0 disc (1)", "--set cost.ray.disc=0", rules, key="cost.ray.disc", step=-1)
     job = VariantJob(variant, str(tmp_path / "solved"), warm_from=warm_table_of(TINY, tmp_path / "wrong"))

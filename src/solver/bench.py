@@ -40,13 +40,13 @@ import numba
 import numpy as np
 import psutil
 
-from . import hurry
+from .core import hurry
 from .analysis.stalls import LengthFigures, length_and_stalls
-from .graph import GraphTooLargeError, build_graph
-from .result import SolveResult
-from .shapley import max_cells, stage_matrix_kernel
-from .solve import solve_from, usable_cores
-from .stage import matrix_game_kernel, solve_matrix_game_lp
+from .core.graph import GraphTooLargeError, build_graph
+from .core.result import SolveResult
+from .core.shapley import max_cells, stage_matrix_kernel
+from .core.solve import solve_from, usable_cores
+from .core.stage import matrix_game_kernel, solve_matrix_game_lp
 from .summary import play_from
 
 TARGET_STAGE_RATIO = 300  # at 6x6

@@ -34,10 +34,11 @@ from rules.charge_spark.notation import PositionError, format_position, parse_po
 from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import Position, initial_position
 
-from .cache import CACHE_ENV, default_cache_dir, table_path
-from .files import OutputError, check_writable, write_text_atomically
-from .graph import GraphTooLargeError
-from .result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
+from .core.table_file import table_path
+from .storage import CACHE_ENV, default_cache_dir
+from .core.files import OutputError, check_writable, write_text_atomically
+from .core.graph import GraphTooLargeError
+from .core.result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
 from .jobs import SchedulerError, WorkersLostError
 from .sweep import SweepError
 from .tables import solve_to_boundary, solved_table, stored_part
@@ -47,7 +48,7 @@ if TYPE_CHECKING:  # imported where used: scipy's solvers are no part of the oth
 
 
 def usable_cores() -> int:
-    from .solve import usable_cores as cores  # the solver loads only when a solve is needed
+    from .core.solve import usable_cores as cores  # the solver loads only when a solve is needed
 
     return cores()
 
@@ -287,7 +288,7 @@ def answer_at(
     source = path if result is not None else None
     edge = None
     if result is None:
-        from .solve import solve_from
+        from .core.solve import solve_from
 
         where = "from the start" if position == initial_position(rule_set) else "from this position"
         result, used = solve_to_boundary(path, key, lambda boundary: solve_from(
@@ -396,7 +397,7 @@ def export_nfg(
     Payoffs are the values to P1 after each pair of cards; P2's are their
     negatives (zero-sum), so the file's game has the position's value.
     """
-    from .nfg import write_nfg
+    from .core.nfg import write_nfg
 
     rule_set = rules_in_force(rules_file, overrides)
     parsed = parse_position(position, rule_set)
@@ -425,7 +426,7 @@ def solve_openspiel(game_spec: str, as_json: bool, max_states: int | None) -> No
         from .openspiel import OpenSpielGame, load_game
     except ImportError as error:  # pragma: no cover - depends on the install
         raise click.UsageError(f"OpenSpiel is not installed ({error}); install the `crosscheck` extra") from None
-    from .solve import solve_from
+    from .core.solve import solve_from
 
     try:
         spiel_game = load_game(game_spec)

@@ -1,5 +1,5 @@
 """Any OpenSpiel two-player zero-sum game with perfect information, seen
-through the solver's protocol (`solver.protocol.StochasticGame`).
+through the solver's protocol (`solver.core.protocol.StochasticGame`).
 
 pyspiel is imported only when this module is used (the `crosscheck` extra).
 States are identified by their string, as OpenSpiel's own value iteration
@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from .protocol import Expansion
+from .core.protocol import Expansion
 
 WAIT_LABEL = "(waits)"
 

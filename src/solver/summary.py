@@ -12,8 +12,8 @@ import numpy as np
 
 from rules.charge_spark.game import ChargeSparkGame
 
-from .graph import GameGraph, build_graph, distinct_sorted, expansion_of, graph_of
-from .result import SolveResult
+from .core.graph import GameGraph, build_graph, distinct_sorted, expansion_of, graph_of
+from .core.result import SolveResult
 from .tables import SolvedTable
 
 UNENDING = "unending"
@@ -211,7 +211,7 @@ def summarise_from(
     pmf = np.zeros(0)
     if max_turns > 0:
         # Imported here: it loads the compiler, which following play over a small stored table does without.
-        from .certify import length_distribution
+        from .core.certify import length_distribution
 
         play = play or play_from(game, result, start)
         ones = play.strategy

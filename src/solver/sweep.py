@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from rules.charge_spark.config import RuleSet, RulesError, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 
-from .graph import GraphTooLargeError
+from .core.graph import GraphTooLargeError
 from .jobs import dask_client, run_jobs, worker_memory_limit
 from .tables import solved_table, warn_on_stderr
 
@@ -164,7 +164,7 @@ def state_limit(max_states: int | None, per_state: int | None = None) -> tuple[i
     limit (a local cluster splits the machine between its workers) binds when
     it is tighter than both `max_states` and the memory available now.
     `per_state`: the solve's bytes a state (default: a whole-graph solve's)."""
-    from .solve import GRAPH_BYTES_PER_STATE, fitting_states
+    from .core.solve import GRAPH_BYTES_PER_STATE, fitting_states
 
     per_state = per_state or GRAPH_BYTES_PER_STATE
     memory = worker_memory_limit()
@@ -182,7 +182,7 @@ def state_limit(max_states: int | None, per_state: int | None = None) -> tuple[i
 
 def solve_row(rules: RuleSet, cache_dir: str | None, max_states: int | None) -> SweepRow:
     """Solve `rules` (or load its table) and summarise the start: the task a worker runs."""
-    from .solve import bytes_per_state
+    from .core.solve import bytes_per_state
     from .summary import summarise_start
 
     started = time.perf_counter()

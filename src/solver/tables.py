@@ -23,13 +23,14 @@ from rules.charge_spark.game import ChargeSparkGame, encoding_layout_of
 from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 
-from .boundary import Boundary
-from .cache import DamagedTableError, default_cache_dir, load_table, quarantine, save_table, table_lock, table_path
-from .result import ARRAY_FIELDS, SolveResult
-from .table_reader import TableReader
+from .core.boundary import Boundary
+from .core.table_file import DamagedTableError, load_table, quarantine, save_table, table_lock, table_path
+from .storage import TABLE_FORMAT, default_cache_dir
+from .core.result import ARRAY_FIELDS, SolveResult
+from .core.table_reader import TableReader
 
 if TYPE_CHECKING:
-    from .layered import WarmStart  # not imported at run time: it loads the compiled kernels
+    from .core.layered import WarmStart  # not imported at run time: it loads the compiled kernels
 
 Solved = TypeVar("Solved")
 
@@ -72,7 +73,7 @@ def cached_table(
     `warn`, moved aside and ignored. `mapped`: memory-mapped rather than read
     into memory (every block still verified)."""
     try:
-        return TableReader(path, key).mapped() if mapped else load_table(path, key)
+        return TableReader(path, key, TABLE_FORMAT).mapped() if mapped else load_table(path, key, fmt=TABLE_FORMAT)
     except FileNotFoundError:
         return None
     except DamagedTableError as error:
@@ -94,7 +95,7 @@ def stored_part(
     None if no sound table there holds `code`. A damaged one is reported
     through `warn` and moved aside."""
     try:
-        reader = TableReader(path, key)
+        reader = TableReader(path, key, TABLE_FORMAT)
         try:
             reader.index_of(code)
         except KeyError:
@@ -116,7 +117,7 @@ def stored_boundary(path: Path, key: str, warn: Callable[[str], None] | None = N
     its game (`Boundary.of_stored`: read as needed); None if no sound table
     is there. A damaged one is reported through `warn` and moved aside."""
     try:
-        return Boundary.of_stored(TableReader(path, key))
+        return Boundary.of_stored(TableReader(path, key, TABLE_FORMAT))
     except FileNotFoundError:
         return None
     except DamagedTableError as error:
@@ -169,7 +170,7 @@ def warm_start(table: WarmTable | None, game, warn: Callable[[str], None] | None
     if table is None or not hasattr(game, "encoding_layout"):
         return None
     try:
-        reader = TableReader(Path(table.path), table.key)
+        reader = TableReader(Path(table.path), table.key, TABLE_FORMAT)
         if _layout_of_table(reader) != game.encoding_layout():
             return None
         boundary = Boundary.of_stored(reader)
@@ -229,7 +230,7 @@ def solved_table(
         result = None if force else cached_table(path, key, warn, mapped=mapped)
         if result is not None:
             return SolvedTable(rules, result, path, reused=True)
-        from .solve import solve_from  # the compiled kernels load only when a solve is needed
+        from .core.solve import solve_from  # the compiled kernels load only when a solve is needed
 
         game = ChargeSparkGame(rules)
         code = game.encode(initial_position(rules))
@@ -262,8 +263,8 @@ def _mapped_copy(path: Path, result: SolveResult, key: str, meta: dict) -> Solve
         return None
     copy = path.with_name(f".{path.name}.unkept-{os.getpid()}")
     try:
-        save_table(copy, result, key, meta)
-        return TableReader(copy, key).mapped()
+        save_table(copy, result, key, meta, fmt=TABLE_FORMAT)
+        return TableReader(copy, key, TABLE_FORMAT).mapped()
     except (OSError, DamagedTableError):
         return None
     finally:
@@ -292,7 +293,7 @@ def _store(path: Path, result: SolveResult, key: str, meta: dict, warn: Callable
             f" GB free, under twice its size plus {DISK_RESERVE_BYTES / 1e9:.0f} GB")
         return False
     try:
-        save_table(path, result, key, meta)  # atomic: a temporary file renamed over the old one
+        save_table(path, result, key, meta, fmt=TABLE_FORMAT)  # atomic: a temporary file renamed over the old one
     except OSError as error:
         say(f"could not store the table {path.name}: {error}")
         return False

@@ -1,4 +1,4 @@
-"""Charge & Spark seen through the solver's protocol (`solver.protocol`).
+"""Charge & Spark seen through the solver's protocol (`solver.core.protocol`).
 
 This module only adapts shapes; it imports nothing from the solver, the
 solver imports nothing from here. Actions are card codes; the terminal
@@ -39,7 +39,7 @@ def encoding_layout_of(rules: RuleSet) -> tuple:
 
 
 class ExpansionArrays:
-    """Duck-typed `solver.protocol.Expansion` (kept local so rules never import solver)."""
+    """Duck-typed `solver.core.protocol.Expansion` (kept local so rules never import solver)."""
 
     def __init__(self, row_count, row_actions, col_count, col_actions, out_count, out_next, out_prob):
         self.row_count = row_count

@@ -16,7 +16,7 @@ every later one is too, so a large `health` costs no more than a small one.
 (If the layers never settle, it stops after `MAX_DAMAGE_LAYERS` and counts
 only those: an undercount, never an overcount.)
 
-Measured against exact enumeration (`solver.graph.reachable_states`), from
+Measured against exact enumeration (`solver.core.graph.reachable_states`), from
 the start: default rules 49,583,017 against 49,383,601 (1.004x); boards
 `SM` to `S**M`, health 1 to 3, 0 to 3 bonus cards, changed costs, tiles,
 damages, `recovery`, `clash` and start tiles: 1.00x to 1.11x; the worst seen

@@ -14,10 +14,10 @@ import numpy as np
 
 from rules.charge_spark.state import held_bonus_counts
 
-from ..graph import GameGraph, expansion_of
-from ..result import SolveResult
+from ..core.graph import GameGraph, expansion_of
+from ..core.result import SolveResult
 from ..summary import Play
-from .chain import CellIndex, expected_visits, play_chain
+from ..core.chain import CellIndex, expected_visits, play_chain
 
 
 @dataclass(frozen=True)

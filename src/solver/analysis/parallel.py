@@ -19,7 +19,7 @@ def default_workers() -> int:
 def memory_available() -> int | None:
     """Bytes of memory that new work can have now (MemAvailable: file cache,
     a memory-mapped table say, counts as reclaimable, as it is)."""
-    from ..solve import available_memory
+    from ..core.solve import available_memory
 
     return available_memory()
 

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..protocol import Expansion, StochasticGame
-from ..result import SolveResult
+from ..core.graph import offsets_of
+from ..core.protocol import Expansion, StochasticGame
+from ..core.result import SolveResult
 from .wrapped import WrappedGame
 
 Policy = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -60,7 +61,7 @@ class PolicyPlay(WrappedGame):
         e = self.game.expand(codes)
         m, n = np.asarray(e.row_count, np.int64), np.asarray(e.col_count, np.int64)
         row_actions, col_actions = np.asarray(e.row_actions), np.asarray(e.col_actions)
-        row_ptr, col_ptr = _ptr(m), _ptr(n)
+        row_ptr, col_ptr = offsets_of(m), offsets_of(n)
         row_weight = (_checked(self.row_policy(codes, row_ptr, row_actions), row_ptr) if self.row_policy is not None
                       else np.ones(row_actions.size))
         col_weight = (_checked(self.col_policy(codes, col_ptr, col_actions), col_ptr) if self.col_policy is not None
@@ -152,10 +153,6 @@ def _sort_by_next(next_codes, probs, count):
         next_codes[j + 1], probs[j + 1] = code, prob
 
 
-def _ptr(counts: np.ndarray) -> np.ndarray:
-    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-
-
 def _actions(actions: np.ndarray, ptr: np.ndarray, fixed: bool) -> np.ndarray:
     return actions[ptr[:-1]] if fixed else actions
 
@@ -183,7 +180,7 @@ class PlayFigures:
 def play_figures(game: PolicyPlay, start: int, **solve_options) -> PlayFigures:
     """Solve `game` from the state coded `start` (`solve_options` go to
     `solve.solve_from`) and read its figures there."""
-    from ..solve import solve_from  # the compiled kernels load only when a solve is needed
+    from ..core.solve import solve_from  # the compiled kernels load only when a solve is needed
 
     result = solve_from(game, [start], **solve_options)
     i = result.index_of(start)

@@ -17,7 +17,7 @@ from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet
 from rules.charge_spark.state import PositionCodec, player_digits, rest_code, RestCard
 
-from ..result import SolveResult, StateAnswer
+from ..core.result import SolveResult, StateAnswer
 
 Digits = dict[str, np.ndarray]
 

@@ -12,7 +12,7 @@ from rules.charge_spark.config import RuleSet
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 
-from ..protocol import Expansion, StochasticGame
+from ..core.protocol import Expansion, StochasticGame
 from ..tables import WarmTable, warm_start, warn_on_stderr
 from .wrapped import WrappedGame
 
@@ -94,7 +94,7 @@ def value_without(job: RestrictedJob) -> RestrictedValue:
 
 
 def _value_without(job: RestrictedJob) -> RestrictedValue:
-    from ..solve import solve_from
+    from ..core.solve import solve_from
 
     started = time.perf_counter()
     game = ChargeSparkGame(job.rules)

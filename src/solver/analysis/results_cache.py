@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from ..cache import package_version
+from ..storage import package_version
 
 FORMAT = "charge-spark analysis results 1"
 

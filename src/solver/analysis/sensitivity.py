@@ -18,9 +18,10 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
 from rules.charge_spark.state import initial_position
 
-from ..boundary import Boundary
-from ..cache import default_cache_dir, table_path
-from ..graph import GraphTooLargeError
+from ..core.boundary import Boundary
+from ..core.table_file import table_path
+from ..storage import default_cache_dir
+from ..core.graph import GraphTooLargeError
 from ..summary import StartSummary, length_beyond, summarise_from, summarise_start
 from ..tables import WarmTable, solve_to_boundary, solved_table, warn_on_stderr
 
@@ -207,7 +208,7 @@ def summary_from(
 ) -> StartSummary:
     """The start summary of play from the position `start` (None: the rules'
     own start), solved now (not stored); up to `boundary`, if given."""
-    from ..solve import solve_from
+    from ..core.solve import solve_from
 
     game = ChargeSparkGame(rules)
     code = game.encode(parse_position(start, rules) if start is not None else initial_position(rules))

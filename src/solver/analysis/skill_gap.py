@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..certify import best_response, outcome_probabilities, pure_strategy
-from ..graph import GameGraph, segment_positions
-from ..protocol import StochasticGame
-from ..result import SolveResult
+from ..core.certify import best_response, outcome_probabilities, pure_strategy
+from ..core.graph import GameGraph, segment_positions
+from ..core.protocol import StochasticGame
+from ..core.result import SolveResult
 from .policy_play import PlayFigures, Policy, PolicyPlay, table_policy
 
 

@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING
 from rules.charge_spark.config import RuleSet, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 
-from ..graph import GameGraph
-from ..result import STANDOFF_DEPENDENCE, SolveResult
+from ..core.graph import GameGraph
+from ..core.result import STANDOFF_DEPENDENCE, SolveResult
 from ..summary import LENGTH_TURNS, UNENDING, Play, StartSummary, length_beyond, play_from
-from ..cache import DamagedTableError
-from ..table_reader import TableReader
+from ..core.table_file import DamagedTableError
+from ..core.table_reader import TableReader
+from ..storage import TABLE_FORMAT
 from ..tables import cached_table
-from .chain import PlayChain, chain_of_play, play_chain
+from ..core.chain import PlayChain, chain_of_play, play_chain
 
 # scipy is loaded by the functions that use it: a query that reads a kept entry never pays for it.
 if TYPE_CHECKING:
@@ -420,7 +421,7 @@ def length_and_stalls_at(
 def _stored_states(table: Path, key: str) -> int:
     """How many states the stored table holds (its header alone is read); 0 if it cannot be opened."""
     try:
-        return TableReader(table, key).num_states
+        return TableReader(table, key, TABLE_FORMAT).num_states
     except (OSError, DamagedTableError):
         return 0
 

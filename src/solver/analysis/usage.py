@@ -15,12 +15,12 @@ import numpy as np
 
 import scipy.sparse as sp
 
-from ..graph import GameGraph
-from ..protocol import StochasticGame
-from ..result import SolveResult
+from ..core.graph import GameGraph
+from ..core.protocol import StochasticGame
+from ..core.result import SolveResult
 from ..summary import Play
 from .card_status import OPTIMAL_TOLERANCE, CardFlags, card_flags
-from .chain import CellIndex, PlayChain, cell_values, chain_of_play, play_chain
+from ..core.chain import CellIndex, PlayChain, cell_values, chain_of_play, play_chain
 
 
 class CardStatus(Enum):

@@ -3,7 +3,7 @@ fixed policy): the outcomes, payoffs and progress rank stay the game's own."""
 
 from __future__ import annotations
 
-from ..protocol import StochasticGame
+from ..core.protocol import StochasticGame
 
 
 class WrappedGame:

@@ -25,13 +25,13 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import format_position
 from rules.charge_spark.size import estimate_reachable
 
-from ..cache import default_cache_dir
-from ..solve import ESTIMATE_MARGIN, LAYERED_BYTES_PER_STATE, EstimatedTooLargeError, approximate_count, byte_size
-from ..result import StateAnswer
+from ..storage import default_cache_dir
+from ..core.solve import ESTIMATE_MARGIN, LAYERED_BYTES_PER_STATE, EstimatedTooLargeError, approximate_count, byte_size
+from ..core.result import StateAnswer
 from ..summary import Play, StartSummary, play_from, summarise_from
 from ..tables import SolvedTable, solved_table
 from ..analysis.card_status import legal_row_actions
-from ..analysis.chain import PlayChain, chain_of_play, expected_visits
+from ..core.chain import PlayChain, chain_of_play, expected_visits
 from ..analysis.draws import DrawValue, table_draw_values
 from ..analysis.parallel import memory_available, states_that_fit
 from ..analysis.policy_play import PlayFigures, PolicyPlay, play_figures
@@ -516,6 +516,6 @@ def _max_exploitability(result, chunk: int = 1 << 22) -> float:
 
 
 def _cores() -> int:
-    from ..solve import usable_cores
+    from ..core.solve import usable_cores
 
     return usable_cores()

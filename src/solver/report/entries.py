@@ -14,7 +14,7 @@ from ..analysis.positions import AnnotatedPosition
 from ..analysis.sensitivity import VariantSummary
 from ..analysis.stalls import Stall
 from ..analysis.usage import CardStatus, CardUsage
-from ..result import StateAnswer
+from ..core.result import StateAnswer
 from ..summary import StartSummary
 
 

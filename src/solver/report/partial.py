@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..files import write_text_atomically
+from ..core.files import write_text_atomically
 
 
 class PartialReport:

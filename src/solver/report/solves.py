@@ -44,7 +44,7 @@ from ..analysis.sensitivity import Skipped, Variant, VariantJob, VariantSummary,
 from ..jobs import (
     SchedulerError, WorkersLostError, cluster_threads, cluster_workers, memory_limits, run_jobs, writable_dir,
 )
-from ..solve import LAYERED_BYTES_PER_STATE, usable_cores
+from ..core.solve import LAYERED_BYTES_PER_STATE, usable_cores
 from ..summary import LENGTH_TURNS
 from ..tables import warm_table_of
 from .entries import variant_entry, variant_from

@@ -2,12 +2,12 @@
 
 A table of the default rules is gigabytes; a query needs one state and its
 successors. The arrays are memory-mapped straight out of the `.npz` (stored
-uncompressed), and every block of `cache.BLOCK_BYTES` is checked against the
+uncompressed), and every block of `table_file.BLOCK_BYTES` is checked against the
 header's digest the first time anything in it is read, so a damaged file is
 still never used: it raises `DamagedTableError` like a full load.
 
 A state is found through the header's first code of each block of `states`
-(`cache.FIRST_CODES`): bisecting those needs no file access, then the one
+(`table_file.FIRST_CODES`): bisecting those needs no file access, then the one
 block that can hold the code is read (and the next one's first code, when the
 code lies past the block's last). Every entry used is checked against the
 verified block, so a damaged index raises `DamagedTableError`, never finds a
@@ -22,8 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .cache import (
-    BLOCK_BYTES, FIRST_CODES, DamagedTableError, _inconsistency, block_digest, checked_header, result_from,
+from .table_file import (
+    BLOCK_BYTES, FIRST_CODES, DamagedTableError, TableFormat, array_inconsistency, block_digest, checked_header,
+    result_from,
 )
 from .result import ARRAY_FIELDS, PER_STATE_HURRY, HurryFigures, SolveResult
 
@@ -33,7 +34,7 @@ _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local file header
 class TableReader:
     """Read-only, verified access to a stored table's arrays, a few elements at a time."""
 
-    def __init__(self, path: Path, key: str) -> None:
+    def __init__(self, path: Path, key: str, fmt: TableFormat) -> None:
         self.path = Path(path)
         self._verified: dict[str, set[int]] = {}
         try:
@@ -43,7 +44,7 @@ class TableReader:
                     raise DamagedTableError(f"{self.path}: not a solved table (no header)")
                 with archive.open("header.npy") as f:
                     raw = np.lib.format.read_array(f, allow_pickle=False).tobytes()
-            self.header = checked_header(self.path, raw, key)
+            self.header = checked_header(self.path, raw, key, fmt)
             self._arrays = {name: self._map(members, name) for name in ARRAY_FIELDS}
         except (DamagedTableError, FileNotFoundError):
             raise
@@ -145,7 +146,7 @@ class TableReader:
             ):
                 raise DamagedTableError(f"{self.path}: checksum mismatch in {name} (the file was changed or damaged)")
             self._verified[name] = set(range(len(digests)))
-        problem = _inconsistency(self._arrays)
+        problem = array_inconsistency(self._arrays)
         if problem:
             raise DamagedTableError(f"{self.path}: inconsistent arrays ({problem})")
         # The states are searched (binary search over the whole array) for every lookup; a

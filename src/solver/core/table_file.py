@@ -1,4 +1,5 @@
 """Solved tables on disk: one file per key, written atomically, verified on load.
+The application names the format (`TableFormat`); the engine only checks it.
 
 A table is a numpy `.npz` (no pickle: loaded with `allow_pickle=False`) holding
 the `SolveResult` arrays and a JSON header: format name and version, the
@@ -22,20 +23,16 @@ import mmap
 import os
 import time
 import zipfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from collections.abc import Iterator
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
 from .result import ARRAY_FIELDS, PER_STATE_HURRY, SolveResult
 
-FORMAT = "charge-spark solved table"
-FORMAT_VERSION = 4  # 4: hurried strategies, their buzzer values and guarantees with endless play scored as a loss
 BLOCK_BYTES = 1 << 20  # arrays are checksummed in blocks, so one state can be read and verified alone
 CHUNK_BYTES = 16 * BLOCK_BYTES  # arrays are written and checked this much at a time
-CACHE_ENV = "CHARGE_SPARK_CACHE"
 FIRST_CODES = "first_codes"
 """Header field: the first code of each block of `states`, so that finding a state reads one
 block, not the ~26 of a binary search. Tables written without it are searched as before."""
@@ -45,19 +42,14 @@ class DamagedTableError(Exception):
     """A cache file that cannot be trusted (the message names the file and the problem)."""
 
 
-def package_version() -> str:
-    try:
-        return metadata.version("charge-spark")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+@dataclass(frozen=True)
+class TableFormat:
+    """What a table file says it is, given by the application that writes and reads it:
+    a file of another name, version or writer is refused, never mixed in."""
 
-
-def default_cache_dir() -> Path:
-    """$CHARGE_SPARK_CACHE, else $XDG_CACHE_HOME/charge-spark/tables, else ~/.cache/charge-spark/tables."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "charge-spark" / "tables"
+    name: str
+    version: int
+    written_by: str
 
 
 def table_path(cache_dir: Path, key: str) -> Path:
@@ -111,7 +103,7 @@ def _whole_figures(result: SolveResult) -> dict:
         return {}
 
 
-def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = None) -> None:
+def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = None, *, fmt: TableFormat) -> None:
     """Write `result` to `path` atomically (temporary file, fsync, rename).
 
     The arrays are streamed into the file a chunk at a time, with their block
@@ -126,9 +118,9 @@ def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = No
             with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
                 blocks = {name: _write_array(archive, name, a) for name, a in arrays.items()}
                 header = {
-                    "format": FORMAT,
-                    "format_version": FORMAT_VERSION,
-                    "written_by": package_version(),
+                    "format": fmt.name,
+                    "format_version": fmt.version,
+                    "written_by": fmt.written_by,
                     "key": key,
                     "meta": meta or {},
                     "terminal_labels": list(result.terminal_labels),
@@ -182,7 +174,7 @@ def _write_array(archive: zipfile.ZipFile, name: str, a: np.ndarray) -> list[str
     return digests
 
 
-def load_table(path: Path, key: str) -> SolveResult:
+def load_table(path: Path, key: str, *, fmt: TableFormat) -> SolveResult:
     """The table at `path`, checked against `key`; FileNotFoundError if there is
     none, DamagedTableError if it cannot be trusted."""
     path = Path(path)
@@ -191,7 +183,7 @@ def load_table(path: Path, key: str) -> SolveResult:
             names = set(npz.files)
             if "header" not in names:
                 raise DamagedTableError(f"{path}: not a solved table (no header)")
-            header = checked_header(path, npz["header"].tobytes(), key)
+            header = checked_header(path, npz["header"].tobytes(), key, fmt)
             missing = [name for name in ARRAY_FIELDS if name not in names]
             if missing:
                 raise DamagedTableError(f"{path}: missing arrays {', '.join(missing)}")
@@ -205,7 +197,7 @@ def load_table(path: Path, key: str) -> SolveResult:
     for name, a in arrays.items():
         if array_layout(a) != header["arrays"].get(name) or block_digests(a) != header["blocks"].get(name):
             raise DamagedTableError(f"{path}: checksum mismatch in {name} (the file was changed or damaged)")
-    problem = _inconsistency(arrays)
+    problem = array_inconsistency(arrays)
     if problem:
         raise DamagedTableError(f"{path}: inconsistent arrays ({problem})")
     return result_from(path, arrays, header)
@@ -228,18 +220,18 @@ def result_from(path: Path, arrays: dict[str, np.ndarray], header: dict, **extra
         raise DamagedTableError(f"{path}: malformed header ({error})") from None
 
 
-def checked_header(path: Path, raw: bytes, key: str) -> dict:
+def checked_header(path: Path, raw: bytes, key: str, fmt: TableFormat) -> dict:
     """The table's header, checked for format, version, solver and key."""
     header = json.loads(raw.decode())
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
+    if not isinstance(header, dict) or header.get("format") != fmt.name:
         raise DamagedTableError(f"{path}: not a solved table")
-    if header.get("format_version") != FORMAT_VERSION:
+    if header.get("format_version") != fmt.version:
         raise DamagedTableError(
-            f"{path}: table format {header.get('format_version')}, this version reads {FORMAT_VERSION}"
+            f"{path}: table format {header.get('format_version')}, this version reads {fmt.version}"
         )
-    if header.get("written_by") != package_version():
+    if header.get("written_by") != fmt.written_by:
         # Another solver version may compute or store differently: never mix them.
-        raise DamagedTableError(f"{path}: written by solver {header.get('written_by')}, this is {package_version()}")
+        raise DamagedTableError(f"{path}: written by solver {header.get('written_by')}, this is {fmt.written_by}")
     if header.get("key") != key:
         raise DamagedTableError(f"{path}: table of {header.get('key')!r}, expected {key!r}")
     if not isinstance(header.get("arrays"), dict) or not isinstance(header.get("blocks"), dict):
@@ -247,7 +239,7 @@ def checked_header(path: Path, raw: bytes, key: str) -> dict:
     return header
 
 
-def _inconsistency(a: dict[str, np.ndarray]) -> str | None:
+def array_inconsistency(a: dict[str, np.ndarray]) -> str | None:
     """What is wrong with the arrays' sizes and kinds, or None."""
     n = a["states"].shape[0]
     for name in ARRAY_FIELDS:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..graph import GameGraph
+from .graph import GameGraph
 
 if TYPE_CHECKING:  # scipy is loaded where a chain is built: a query that reads kept figures never needs it
     import scipy.sparse as sp

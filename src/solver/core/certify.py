@@ -77,9 +77,9 @@ import scipy.sparse as sp
 from numba import njit
 from scipy.sparse.linalg import splu
 
-from solver.components import _component_of, _successor_kernel, _tarjan
-from solver.graph import GameGraph
-from solver.shapley import bellman_residual as compiled_bellman_residual
+from .components import component_of_kernel, successor_kernel, tarjan
+from .graph import GameGraph
+from .shapley import bellman_residual as compiled_bellman_residual
 
 _log = logging.getLogger(__name__)
 
@@ -563,9 +563,9 @@ def _chain_solve(G, row_w, col_w, comp_ptr, comp_states, comp_of, term_vec, inf_
 
 
 def _chain_components(G, row_w, col_w, n) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    succ_ptr, succ = _successor_kernel(*G[:6], row_w, col_w)
-    comp_ptr, comp_states = _tarjan(succ_ptr, succ)
-    return comp_ptr, comp_states, _component_of(comp_ptr, comp_states, n)
+    succ_ptr, succ = successor_kernel(*G[:6], row_w, col_w)
+    comp_ptr, comp_states = tarjan(succ_ptr, succ)
+    return comp_ptr, comp_states, component_of_kernel(comp_ptr, comp_states, n)
 
 
 # --------------------------------------------------------------------------
@@ -913,9 +913,9 @@ def best_response(
 
     ones = np.ones(int((G[0] if resp_is_row else G[1])[-1]), np.float64)  # every responder action counts
     row_w, col_w = (ones, fixed_w) if resp_is_row else (fixed_w, ones)
-    succ_ptr, succ = _successor_kernel(*G[:6], row_w, col_w)
-    comp_ptr, comp_states = _tarjan(succ_ptr, succ)
-    comp_of = _component_of(comp_ptr, comp_states, n)
+    succ_ptr, succ = successor_kernel(*G[:6], row_w, col_w)
+    comp_ptr, comp_states = tarjan(succ_ptr, succ)
+    comp_of = component_of_kernel(comp_ptr, comp_states, n)
 
     X = np.zeros((n, 1), np.float64)
     loc = np.zeros(n, np.int64)
@@ -1039,7 +1039,7 @@ def bellman_residual(
     """|value of the stage matrix game built from `values` - values|, per state.
 
     `solve(A)` returns the value of the matrix game A (row player maximises),
-    or a tuple starting with it. Without it, `solver.stage.matrix_game_kernel`
+    or a tuple starting with it. Without it, `solver.core.stage.matrix_game_kernel`
     is used (compiled loop over all states).
     """
     values = np.ascontiguousarray(values, np.float64)
@@ -1207,9 +1207,9 @@ def expected_length_and_distribution(
     G, row_w, col_w, reach, (ptr, idx, data, term) = _reachable_chain(graph, row_strategy, col_strategy, start)
     n = graph.num_states
     # Exact: p(s) = P(end | s); h(s) = E[T 1{end} | s] = p(s) + sum_s' P(s, s') h(s').
-    comp_ptr, local_states = _tarjan(ptr, idx)
+    comp_ptr, local_states = tarjan(ptr, idx)
     comp_states = reach[local_states]
-    comp_of = _component_of(comp_ptr, comp_states, n)
+    comp_of = component_of_kernel(comp_ptr, comp_states, n)
     T = G[6].shape[0]
     zero = np.zeros(1)
     p = _chain_solve(G, row_w, col_w, comp_ptr, comp_states, comp_of, np.ones((T, 1)), zero, np.zeros((0, 1)), n)

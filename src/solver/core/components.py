@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from solver.graph import GameGraph
+from .graph import GameGraph
 
 
 @njit(cache=True)
-def _successor_kernel(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, row_w, col_w):
+def successor_kernel(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, row_w, col_w):
     """Distinct successor states of every state, over cells whose two actions
     have positive weight and outcomes of positive probability."""
     n = row_ptr.shape[0] - 1
@@ -57,7 +57,7 @@ def _successor_kernel(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, r
 
 
 @njit(cache=True)
-def _tarjan(ptr, adj):
+def tarjan(ptr, adj):
     """Iterative Tarjan. Negative entries of `adj` are ignored (terminals).
 
     Tarjan emits a component only after every component reachable from it,
@@ -132,7 +132,7 @@ def _tarjan(ptr, adj):
 
 
 @njit(cache=True)
-def _component_of(comp_ptr, comp_states, n):
+def component_of_kernel(comp_ptr, comp_states, n):
     comp_of = np.full(n, -1, np.int64)
     for ci in range(comp_ptr.shape[0] - 1):
         for j in range(comp_ptr[ci], comp_ptr[ci + 1]):
@@ -157,7 +157,7 @@ def successor_csr(
     """
     row_w = _ones(len(graph.row_actions)) if row_strategy is None else np.ascontiguousarray(row_strategy, np.float64)
     col_w = _ones(len(graph.col_actions)) if col_strategy is None else np.ascontiguousarray(col_strategy, np.float64)
-    return _successor_kernel(*graph.kernel_arrays()[:6], row_w, col_w)
+    return successor_kernel(*graph.kernel_arrays()[:6], row_w, col_w)
 
 
 def scc_from_csr(succ_ptr: np.ndarray, succ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -166,7 +166,7 @@ def scc_from_csr(succ_ptr: np.ndarray, succ: np.ndarray) -> tuple[np.ndarray, np
     Component c is `comp_states[comp_ptr[c]:comp_ptr[c+1]]`; components are in
     reverse topological order (every edge goes to the same or an earlier one).
     """
-    return _tarjan(np.ascontiguousarray(succ_ptr, np.int64), np.ascontiguousarray(succ, np.int64))
+    return tarjan(np.ascontiguousarray(succ_ptr, np.int64), np.ascontiguousarray(succ, np.int64))
 
 
 def strongly_connected_components(graph: GameGraph) -> tuple[np.ndarray, np.ndarray]:
@@ -180,4 +180,4 @@ def strongly_connected_components(graph: GameGraph) -> tuple[np.ndarray, np.ndar
 
 def component_of(comp_ptr: np.ndarray, comp_states: np.ndarray, num_states: int) -> np.ndarray:
     """Component index of every state (-1 for states in no listed component)."""
-    return _component_of(np.asarray(comp_ptr, np.int64), np.asarray(comp_states, np.int64), int(num_states))
+    return component_of_kernel(np.asarray(comp_ptr, np.int64), np.asarray(comp_states, np.int64), int(num_states))

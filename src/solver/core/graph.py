@@ -87,7 +87,8 @@ class GameGraph:
         return matrix.reshape(m, n)
 
 
-def _ptr(counts: np.ndarray) -> np.ndarray:
+def offsets_of(counts: np.ndarray) -> np.ndarray:
+    """Start offsets of consecutive segments of these lengths, and the total at the end."""
     ptr = np.zeros(counts.shape[0] + 1, dtype=np.int64)
     np.cumsum(counts, out=ptr[1:])
     return ptr
@@ -115,7 +116,7 @@ def reachable_states(
         successors = merged_distinct([
             _successor_codes(game, frontier[lo : lo + chunk]) for lo in range(0, frontier.size, chunk)
         ])
-        frontier = successors[~_sorted_contains(seen, successors)]
+        frontier = successors[~sorted_contains(seen, successors)]
         if frontier.size:
             seen = merged_distinct([seen, frontier])
         if progress is not None:
@@ -163,7 +164,7 @@ def _without_repeats(ordered: np.ndarray) -> np.ndarray:
     return ordered[keep]
 
 
-def _sorted_contains(haystack: np.ndarray, needles: np.ndarray) -> np.ndarray:
+def sorted_contains(haystack: np.ndarray, needles: np.ndarray) -> np.ndarray:
     at = np.searchsorted(haystack, needles)
     at = np.minimum(at, haystack.size - 1)
     return haystack[at] == needles
@@ -181,12 +182,12 @@ def graph_of(game, states: np.ndarray, expansion: dict[str, np.ndarray], out_nex
     row_count, col_count = expansion["row_count"], expansion["col_count"]
     return GameGraph(
         states=states,
-        row_ptr=_ptr(row_count),
+        row_ptr=offsets_of(row_count),
         row_actions=expansion["row_actions"].astype(np.int16),
-        col_ptr=_ptr(col_count),
+        col_ptr=offsets_of(col_count),
         col_actions=expansion["col_actions"].astype(np.int16),
-        cell_ptr=_ptr(row_count * col_count),
-        out_ptr=_ptr(expansion["out_count"]),
+        cell_ptr=offsets_of(row_count * col_count),
+        out_ptr=offsets_of(expansion["out_count"]),
         out_next=out_next,
         out_prob=expansion["out_prob"].astype(np.float64),
         terminal_payoff=np.asarray(game.terminal_payoff, dtype=np.float64),

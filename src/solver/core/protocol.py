@@ -54,7 +54,7 @@ class StochasticGame(Protocol):
         """The seat-swapped codes if the game is symmetric between seats, else None."""
         ...
 
-    # Optional, for a game solved rank by rank (`solver.layered`):
+    # Optional, for a game solved rank by rank (`solver.core.layered`):
     #   progress_rank(codes) -> int64 array: a number no transition lowers.
     # and, with them, for a symmetric game to be solved folded by seat:
     #   seat_order(codes) -> int8 array: -1, 0 or 1 comparing P1's progress

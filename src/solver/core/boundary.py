@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .graph import _sorted_contains, distinct_sorted
+from .graph import sorted_contains, distinct_sorted
 from .result import SolveResult
 from .table_reader import TableReader
 
@@ -53,9 +53,9 @@ class Boundary:
     def holds(self, codes: np.ndarray) -> np.ndarray:
         """Whether each of `codes` is a solved state of the boundary."""
         codes = np.asarray(codes, np.int64)
-        held = _sorted_contains(self.states, codes) if self.states.size else np.zeros(codes.size, np.bool_)
+        held = sorted_contains(self.states, codes) if self.states.size else np.zeros(codes.size, np.bool_)
         if self.excluded.size:
-            held &= ~_sorted_contains(self.excluded, codes)
+            held &= ~sorted_contains(self.excluded, codes)
         return held
 
     def index(self, codes: np.ndarray) -> np.ndarray:

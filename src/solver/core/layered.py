@@ -51,7 +51,7 @@ from .components import strongly_connected_components
 from .result import PER_STATE_HURRY
 from .hurry import Exits, ScoredGuarantees, hurry, scored, scored_guarantees
 from .graph import (
-    GameGraph, GraphTooLargeError, _ptr, _sorted_contains, distinct_sorted, expansion_of, graph_of, merged_distinct,
+    GameGraph, GraphTooLargeError, offsets_of, sorted_contains, distinct_sorted, expansion_of, graph_of, merged_distinct,
     segment_positions,
 )
 
@@ -157,7 +157,7 @@ def _given_layer(game, layers: list[Layer], reached: np.ndarray, boundary: Bound
         reached = merged_distinct([reached, twins[boundary.holds(twins)]])
     solved = merged_distinct([layer.states for layer in layers])
     if solved.size:
-        reached = reached[~_sorted_contains(solved, reached)]
+        reached = reached[~sorted_contains(solved, reached)]
     return Layer(-1, reached, given=True)
 
 
@@ -196,7 +196,7 @@ def _closure_in_rank(
             if given.size:
                 reached.append(given)
         same = merged_distinct(same)
-        frontier = same[~_sorted_contains(layer, same)] if layer.size else same
+        frontier = same[~sorted_contains(layer, same)] if layer.size else same
         if frontier.size:
             layer = merged_distinct([layer, frontier])
         count(layer.size)
@@ -680,7 +680,7 @@ def _mirror_layer_at(number: int) -> _LayerDone:
         for side, other in (("row", "col"), ("col", "row")):
             ptr = piece[f"{other}_ptr"]
             picked = segment_positions(ptr, local)
-            strategies[f"{side}_ptr"] = _ptr(np.diff(ptr)[local])
+            strategies[f"{side}_ptr"] = offsets_of(np.diff(ptr)[local])
             strategies[f"{side}_actions"] = piece[f"{other}_actions"][picked]
             strategies[side] = piece[other][picked]
     np.savez(os.path.join(ctx.spill, f"{number}.npz"), at=at, **strategies)
@@ -764,7 +764,7 @@ def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int
         keep(name, getattr(figures, field))
         delattr(figures, field)  # the shared memory goes with its last reference
     for side in ("row", "col"):
-        keep(f"{side}_ptr", _ptr(getattr(figures, f"{side}_count").astype(np.int64)))
+        keep(f"{side}_ptr", offsets_of(getattr(figures, f"{side}_count").astype(np.int64)))
         delattr(figures, f"{side}_count")
     for side in ("row", "col"):
         ptr = out[f"{side}_ptr"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import GameGraph
-from .stage import solve_matrix_game_lp
+from solver.core.graph import GameGraph
+from solver.core.stage import solve_matrix_game_lp
 
 
 def reference_values(

@@ -1,0 +1,4 @@
+"""The generic engine: two-player zero-sum stochastic games with simultaneous moves and chance.
+
+Nothing here imports the game, the CLI, the report or the analyses (`tests/test_layers.py`).
+"""

@@ -1,0 +1,33 @@
+"""Where Charge & Spark keeps its solved tables, and what their files say they are."""
+
+from __future__ import annotations
+
+import os
+from importlib import metadata
+from pathlib import Path
+
+from .core.table_file import TableFormat
+
+CACHE_ENV = "CHARGE_SPARK_CACHE"
+
+
+def package_version() -> str:
+    try:
+        return metadata.version("charge-spark")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+TABLE_FORMAT = TableFormat(
+    name="charge-spark solved table",
+    version=4,  # 4: hurried strategies, their buzzer values and guarantees with endless play scored as a loss
+    written_by=package_version(),
+)
+
+
+def default_cache_dir() -> Path:
+    """$CHARGE_SPARK_CACHE, else $XDG_CACHE_HOME/charge-spark/tables, else ~/.cache/charge-spark/tables."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "charge-spark" / "tables"
