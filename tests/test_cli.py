@@ -315,10 +315,10 @@ def test_an_interrupted_solve_saves_nothing_and_says_so(private_table_cache, sig
 
 def test_a_solve_that_would_not_fit_in_memory_is_refused_before_building(monkeypatch):
     import solver.cli
-    import solver.core.solve
+    import solver.core.resources
 
-    memory = 1000 * solver.core.solve.LAYERED_BYTES_PER_STATE  # 90% of it holds 900 states
-    monkeypatch.setattr(solver.core.solve, "available_memory", lambda: memory)
+    memory = 1000 * solver.core.resources.LAYERED_BYTES_PER_STATE  # 90% of it holds 900 states
+    monkeypatch.setattr(solver.core.resources, "available_memory", lambda: memory)
     # An estimate that undercounts: the enumeration's own guard still refuses.
     monkeypatch.setattr(solver.cli, "estimate_reachable", lambda rules, position: 10)
     result = run("query", "start", *SMALL)

@@ -15,7 +15,8 @@ from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 from solver.cli import main
 from solver.core.graph import reachable_states
-from solver.core.solve import LAYERED_BYTES_PER_STATE, refuse_if_estimate_too_large
+from solver.core.resources import LAYERED_BYTES_PER_STATE
+from solver.core.solve import refuse_if_estimate_too_large
 
 STATED_FACTOR = 1.5  # the module's measured worst is 1.46x, and it never undercounts
 
@@ -98,11 +99,9 @@ def test_a_rule_set_that_fits_is_not_refused_even_at_a_tight_limit():
 
 
 def test_a_report_whose_rank_by_rank_solve_would_not_fit_stops_before_any_solve(monkeypatch, tmp_path):
-    import solver.analysis.parallel
-    import solver.report.build
+    import solver.core.resources
 
-    for module in (solver.analysis.parallel, solver.report.build):
-        monkeypatch.setattr(module, "memory_available", lambda: 4e9)
+    monkeypatch.setattr(solver.core.resources, "available_memory", lambda: 4e9)
     started = time.perf_counter()
     result = CliRunner().invoke(main, ["report", "--out", str(tmp_path / "r.html"), "--cache-dir", str(tmp_path)])
     assert time.perf_counter() - started < 20  # no solve was started

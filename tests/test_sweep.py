@@ -231,16 +231,16 @@ def test_the_page_escapes_every_user_string():
 
 
 def test_a_workers_memory_limit_caps_the_states_when_it_is_the_tightest(monkeypatch):
-    from solver.core import solve
+    from solver.core import resources
 
     gigabyte = 10**9
-    monkeypatch.setattr(solve, "fitting_states", lambda per_state=None: 10**7)
+    monkeypatch.setattr(resources, "states_that_fit", lambda per_state=None: 10**7)
     monkeypatch.setattr(sweep_module, "worker_memory_limit", lambda: None)
     assert state_limit(None) == (None, None)  # not on a worker: the solve checks memory itself
     monkeypatch.setattr(sweep_module, "worker_memory_limit", lambda: gigabyte)
-    cap = int(0.9 * gigabyte / solve.GRAPH_BYTES_PER_STATE)
+    cap = int(0.9 * gigabyte / resources.GRAPH_BYTES_PER_STATE)
     limit, refusal = state_limit(None)
     assert limit == cap and "1.0 GB memory limit" in refusal and f"{cap:,}" in refusal
     assert state_limit(1000) == (1000, None)  # the user's tighter limit
-    monkeypatch.setattr(solve, "fitting_states", lambda per_state=None: 1000)
+    monkeypatch.setattr(resources, "states_that_fit", lambda per_state=None: 1000)
     assert state_limit(None) == (None, None)  # less memory free than the worker may use

@@ -45,7 +45,8 @@ from .analysis.stalls import LengthFigures, length_and_stalls
 from .core.graph import GraphTooLargeError, build_graph
 from .core.result import SolveResult
 from .core.shapley import max_cells, stage_matrix_kernel
-from .core.solve import solve_from, usable_cores
+from .core.resources import usable_cores
+from .core.solve import solve_from
 from .core.stage import matrix_game_kernel, solve_matrix_game_lp
 from .summary import play_from
 

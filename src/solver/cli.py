@@ -35,6 +35,7 @@ from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import Position, initial_position
 
 from .core.table_file import table_path
+from .core.resources import usable_cores
 from .storage import CACHE_ENV, default_cache_dir
 from .core.files import OutputError, check_writable, write_text_atomically
 from .core.graph import GraphTooLargeError
@@ -46,11 +47,6 @@ from .tables import solve_to_boundary, solved_table, stored_part
 if TYPE_CHECKING:  # imported where used: scipy's solvers are no part of the other commands' start
     from .analysis.stalls import LengthAndStalls, LengthFigures
 
-
-def usable_cores() -> int:
-    from .core.solve import usable_cores as cores  # the solver loads only when a solve is needed
-
-    return cores()
 
 USER_ERRORS = (  # and OutputError, below
     RulesError, PositionError, UnknownCardError, GraphTooLargeError, SchedulerError, SweepError, WorkersLostError,

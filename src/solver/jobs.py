@@ -43,6 +43,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from tqdm import tqdm
 
+from .core.resources import usable_cores
+
 # Dask is imported where a cluster is used, so that commands without one start without it.
 if TYPE_CHECKING:
     from distributed import Client
@@ -69,14 +71,6 @@ class WorkersLostError(RuntimeError):
 
 
 # ------------------------------------------------------------------ workers
-
-
-def machine_cores() -> int:
-    """Cores this process may run on (a container's or taskset's limit included)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
 
 
 def worker_memory_limit() -> int | None:
@@ -112,7 +106,7 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
             yield client
         return
     with LocalCluster(
-        n_workers=workers or machine_cores(), threads_per_worker=1, processes=True, dashboard_address=None,
+        n_workers=workers or usable_cores(), threads_per_worker=1, processes=True, dashboard_address=None,
         silence_logs=logging.ERROR,  # a cancelled task or a slow worker exit is no news
     ) as cluster, Client(cluster) as client:
         yield client
@@ -176,7 +170,7 @@ def run_jobs(
                 on_answer(i, answer)
             bar.update()
 
-        workers = workers or machine_cores()
+        workers = workers or usable_cores()
         if client is not None:
             _on_cluster(client, work, jobs, keep, retries)
         elif workers == 1 or len(jobs) <= 1:

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from rules.charge_spark.config import RuleSet, RulesError, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 
+from .core import resources
 from .core.graph import GraphTooLargeError
+from .core.resources import GRAPH_BYTES_PER_STATE, bytes_per_state
 from .jobs import dask_client, run_jobs, worker_memory_limit
 from .tables import solved_table, warn_on_stderr
 
@@ -164,14 +166,12 @@ def state_limit(max_states: int | None, per_state: int | None = None) -> tuple[i
     limit (a local cluster splits the machine between its workers) binds when
     it is tighter than both `max_states` and the memory available now.
     `per_state`: the solve's bytes a state (default: a whole-graph solve's)."""
-    from .core.solve import GRAPH_BYTES_PER_STATE, fitting_states
-
     per_state = per_state or GRAPH_BYTES_PER_STATE
     memory = worker_memory_limit()
     if memory is None:
         return max_states, None
     cap = int(0.9 * memory / per_state)
-    available = fitting_states(per_state)
+    available = resources.states_that_fit(per_state)
     if (max_states is not None and max_states <= cap) or (available is not None and available <= cap):
         return max_states, None
     return cap, (
@@ -182,7 +182,6 @@ def state_limit(max_states: int | None, per_state: int | None = None) -> tuple[i
 
 def solve_row(rules: RuleSet, cache_dir: str | None, max_states: int | None) -> SweepRow:
     """Solve `rules` (or load its table) and summarise the start: the task a worker runs."""
-    from .core.solve import bytes_per_state
     from .summary import summarise_start
 
     started = time.perf_counter()

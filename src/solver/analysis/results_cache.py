@@ -8,9 +8,9 @@ ignored and rewritten."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from ..core.files import write_text_atomically
 from ..storage import package_version
 
 FORMAT = "charge-spark analysis results 1"
@@ -35,9 +35,4 @@ class ResultsCache:
             return
         self.entries.update(entries)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(json.dumps({"format": FORMAT, "written_by": package_version(), "entries": self.entries}))
-            os.replace(tmp, self.path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_text_atomically(self.path, json.dumps({"format": FORMAT, "written_by": package_version(), "entries": self.entries}))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -10,16 +12,35 @@ class OutputError(OSError):
     """An output file that cannot be written (the message names it and why)."""
 
 
-def write_text_atomically(path: Path, text: str) -> None:
-    """`path` holds `text` afterwards, or is as it was: never half written."""
+@contextlib.contextmanager
+def replaced_atomically(path: Path) -> Iterator[Path]:
+    """A temporary file beside `path` for the block to write; when the block
+    ends without error it is made durable and renamed over `path`, otherwise
+    removed. A reader sees the old file or the new one, never half of one."""
+    path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        yield tmp
+        with open(tmp, "rb") as written:
+            os.fsync(written.fileno())
         os.replace(tmp, path)
-    except OSError as error:
-        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
     finally:
         tmp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # make the rename itself durable
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """`path` holds `text` afterwards, or is as it was: never half written."""
+    try:
+        with replaced_atomically(path) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise OutputError(f"cannot write {path}: {error.strerror or error}") from None
 
 
 def check_writable(path: Path | str) -> None:

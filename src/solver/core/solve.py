@@ -7,7 +7,6 @@ import time
 from collections.abc import Iterable
 
 import numpy as np
-import psutil
 from tqdm import tqdm
 
 from .boundary import Boundary
@@ -18,6 +17,8 @@ from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
 from .hurry import Exits, hurry, scored, scored_guarantees
 from .layered import Layer, WarmStart, enumerate_by_rank, solve_layers
 from .protocol import StochasticGame
+from . import resources
+from .resources import GRAPH_BYTES_PER_STATE, LAYERED_BYTES_PER_STATE, bytes_per_state
 from .result import SolveResult
 
 METHOD = (
@@ -35,45 +36,6 @@ LAYERED_METHOD = (
 FOLDED_METHOD = LAYERED_METHOD.replace(
     "; within a rank,", "; the positions where P2 has progressed further copied from their seat-swapped twins; within a rank,"
 )
-
-GRAPH_BYTES_PER_STATE = 1700  # peak while solving, measured on S*M health 2: 1.7 GB for 1,023,145 states
-LAYERED_BYTES_PER_STATE = 380
-"""Peak memory a state, solving rank by rank (see `layered`), with a tenth to spare: measured
-16.9 GB for the printed rules' 49,383,601 states on both cores (342 bytes a state: the
-figures every worker shares, now with hurried play's buzzer values and its guarantees scored
-three ways, 142 bytes, and the workers' rank graphs). Before hurried play: 107-120 bytes a
-state. Two of the report's further solves of the printed rules then do not fit in 24 GB
-together, and run one after another on both cores."""
-
-
-def usable_cores() -> int:
-    """Cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-def available_memory() -> int | None:
-    """Bytes of memory a new allocation can have now without swapping: free
-    memory plus the file cache the system would give back (MemAvailable),
-    or None if the system does not say."""
-    try:
-        return int(psutil.virtual_memory().available)
-    except (OSError, RuntimeError, AttributeError):  # pragma: no cover - an unsupported system
-        return None
-
-
-def bytes_per_state(game: StochasticGame) -> int:
-    """Peak memory a solve of `game` needs per state."""
-    return LAYERED_BYTES_PER_STATE if hasattr(game, "progress_rank") else GRAPH_BYTES_PER_STATE
-
-
-def fitting_states(per_state: int = GRAPH_BYTES_PER_STATE) -> int | None:
-    """How many states a solve can hold in the memory available now (90% of it)."""
-    available = available_memory()
-    return None if available is None else int(0.9 * available / per_state)
-
 
 ESTIMATE_MARGIN = 2.0
 """Refuse up front only past this many times the limit: the rules' estimate has
@@ -105,7 +67,7 @@ def refuse_if_estimate_too_large(
     """Raise `EstimatedTooLargeError` when `estimate` reachable states (from
     `where`) clearly exceed `max_states`, or by default what fits in the memory
     available at `per_state` bytes a state."""
-    limit = max_states if max_states is not None else fitting_states(per_state)
+    limit = max_states if max_states is not None else resources.states_that_fit(per_state)
     if limit is None or estimate <= ESTIMATE_MARGIN * limit:
         return  # may fit: enumeration finds out, under its own guard
     need = f"about {approximate_count(estimate)} reachable states {where} (~{byte_size(estimate * per_state)}"
@@ -116,7 +78,7 @@ def refuse_if_estimate_too_large(
         )
     raise EstimatedTooLargeError(
         f"the rules in force would need {need} at {per_state:,} bytes a state);"
-        f" the {available_memory() / 1e9:.1f} GB of memory available holds about {approximate_count(limit)}"
+        f" the {resources.available_memory() / 1e9:.1f} GB of memory available holds about {approximate_count(limit)}"
         " (--max-states sets another limit)"
     )
 
@@ -162,7 +124,7 @@ def solve_from(
     timings: dict[str, float] = {}
     roots = np.asarray(list(roots), dtype=np.int64)
     per_state = bytes_per_state(game)
-    limit = max_states if max_states is not None else fitting_states(per_state)
+    limit = max_states if max_states is not None else resources.states_that_fit(per_state)
     clock = time.perf_counter()
     with tqdm(desc="enumerating", unit=" states", delay=1.0, disable=not show_progress) as bar:
 
@@ -182,7 +144,7 @@ def solve_from(
             # Refused on memory, not on the user's limit: say so with the figures.
             raise GraphTooLargeError(
                 f"more than {limit:,} reachable states, the most a solve can hold in 90% of the"
-                f" {available_memory() / 1e9:.1f} GB of memory available at {per_state:,} bytes"
+                f" {resources.available_memory() / 1e9:.1f} GB of memory available at {per_state:,} bytes"
                 " a state (--max-states sets another limit)"
             ) from None
     timings["enumerate"] = time.perf_counter() - clock

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .files import replaced_atomically
 from .result import ARRAY_FIELDS, PER_STATE_HURRY, SolveResult
 
 BLOCK_BYTES = 1 << 20  # arrays are checksummed in blocks, so one state can be read and verified alone
@@ -112,44 +113,30 @@ def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = No
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     arrays = {name: getattr(result, name) for name in ARRAY_FIELDS}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
-                blocks = {name: _write_array(archive, name, a) for name, a in arrays.items()}
-                header = {
-                    "format": fmt.name,
-                    "format_version": fmt.version,
-                    "written_by": fmt.written_by,
-                    "key": key,
-                    "meta": meta or {},
-                    "terminal_labels": list(result.terminal_labels),
-                    "action_labels": list(result.action_labels),
-                    "unending_payoff": result.unending_payoff,
-                    "bellman_residual": result.bellman_residual,
-                    "method": result.method,
-                    "timings": result.timings,
-                    "arrays": {name: array_layout(a) for name, a in arrays.items()},
-                    "blocks": blocks,
-                    "whole": _whole_figures(result),
-                }
-                first_codes = block_first_codes(arrays["states"])
-                if first_codes is not None:
-                    header[FIRST_CODES] = first_codes
-                with archive.open("header.npy", "w", force_zip64=True) as member:
-                    np.lib.format.write_array(member, np.frombuffer(json.dumps(header).encode(), np.uint8))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-    with contextlib.suppress(OSError):  # make the rename itself durable
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    with replaced_atomically(path) as tmp, open(tmp, "wb") as f:
+        with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+            blocks = {name: _write_array(archive, name, a) for name, a in arrays.items()}
+            header = {
+                "format": fmt.name,
+                "format_version": fmt.version,
+                "written_by": fmt.written_by,
+                "key": key,
+                "meta": meta or {},
+                "terminal_labels": list(result.terminal_labels),
+                "action_labels": list(result.action_labels),
+                "unending_payoff": result.unending_payoff,
+                "bellman_residual": result.bellman_residual,
+                "method": result.method,
+                "timings": result.timings,
+                "arrays": {name: array_layout(a) for name, a in arrays.items()},
+                "blocks": blocks,
+                "whole": _whole_figures(result),
+            }
+            first_codes = block_first_codes(arrays["states"])
+            if first_codes is not None:
+                header[FIRST_CODES] = first_codes
+            with archive.open("header.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.frombuffer(json.dumps(header).encode(), np.uint8))
 
 
 def block_first_codes(states: np.ndarray) -> list[int] | None:

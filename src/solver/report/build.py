@@ -26,14 +26,15 @@ from rules.charge_spark.notation import format_position
 from rules.charge_spark.size import estimate_reachable
 
 from ..storage import default_cache_dir
-from ..core.solve import ESTIMATE_MARGIN, LAYERED_BYTES_PER_STATE, EstimatedTooLargeError, approximate_count, byte_size
+from ..core.resources import LAYERED_BYTES_PER_STATE
+from ..core.solve import ESTIMATE_MARGIN, EstimatedTooLargeError, approximate_count, byte_size
 from ..core.result import StateAnswer
 from ..summary import Play, StartSummary, play_from, summarise_from
 from ..tables import SolvedTable, solved_table
 from ..analysis.card_status import legal_row_actions
 from ..core.chain import PlayChain, chain_of_play, expected_visits
 from ..analysis.draws import DrawValue, table_draw_values
-from ..analysis.parallel import memory_available, states_that_fit
+from ..core.resources import available_memory, states_that_fit, usable_cores
 from ..analysis.policy_play import PlayFigures, PolicyPlay, play_figures
 from ..analysis.positions import AnnotatedPosition, annotated_positions
 from ..analysis.restricted import RestrictedValue
@@ -293,7 +294,7 @@ def refuse_beyond_memory(rules: RuleSet) -> None:
         raise EstimatedTooLargeError(
             f"the report solves the rules in force rank by rank: about {approximate_count(estimate)} states from the"
             f" start (~{byte_size(estimate * LAYERED_BYTES_PER_STATE)} at {LAYERED_BYTES_PER_STATE:,} bytes a state),"
-            f" and the {memory_available() / 1e9:.1f} GB of memory available holds about {approximate_count(limit)}"
+            f" and the {available_memory() / 1e9:.1f} GB of memory available holds about {approximate_count(limit)}"
         )
 
 
@@ -381,7 +382,7 @@ class _Parts:
             self.log("solving the rules' table (or reading it from the cache)")
             self._table = self.timed("table", lambda: solved_table(
                 self.rules, self.cache_dir, show_progress=self.show_progress, warn=self.log, mapped=True,
-                workers=_cores(), max_states=states_that_fit(LAYERED_BYTES_PER_STATE),
+                workers=usable_cores(), max_states=states_that_fit(LAYERED_BYTES_PER_STATE),
             ), lambda table: table.result.num_states)
             self.table_reused = self._table.reused
             if self.table_reused:
@@ -489,7 +490,7 @@ class _Parts:
 
     def _solve_policy_game(self, label: str, game: PolicyPlay, number: int, total: int) -> PlayFigures:
         self.log(f"skill gap: solve {number} of {total} ({total - number} more after it): {label}")
-        return play_figures(game, self.table.start, show_progress=self.show_progress, workers=_cores(),
+        return play_figures(game, self.table.start, show_progress=self.show_progress, workers=usable_cores(),
                             max_states=states_that_fit(LAYERED_BYTES_PER_STATE))
 
 
@@ -513,9 +514,3 @@ def _max_exploitability(result, chunk: int = 1 << 22) -> float:
         gap = np.maximum(values - result.p1_guarantee[part], result.p2_guarantee[part] - values)
         worst = max(worst, float(gap.max(initial=0.0)))
     return worst
-
-
-def _cores() -> int:
-    from ..core.solve import usable_cores
-
-    return usable_cores()

@@ -1,0 +1,50 @@
+"""What this machine gives a solve: cores, memory, and how many states fit in it.
+
+Kept apart from the solve itself so that asking costs no compiled kernels: a
+query or a report's plan reads these long before (or without ever) solving.
+"""
+
+from __future__ import annotations
+
+import os
+
+import psutil
+
+GRAPH_BYTES_PER_STATE = 1700  # peak while solving, measured on S*M health 2: 1.7 GB for 1,023,145 states
+LAYERED_BYTES_PER_STATE = 380
+"""Peak memory a state, solving rank by rank (see `layered`), with a tenth to spare: the
+figures every worker shares (hurried play's buzzer values and guarantees included) and
+the workers' rank graphs, measured on the printed rules (docs/performance.md)."""
+
+MEMORY_SHARE = 0.9
+"""A solve plans for this share of the memory available, leaving the rest to the system."""
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (a container's or taskset's limit included)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def available_memory() -> int | None:
+    """Bytes of memory a new allocation can have now without swapping: free
+    memory plus the file cache the system would give back (MemAvailable: a
+    memory-mapped table counts as reclaimable, as it is), or None if the
+    system does not say."""
+    try:
+        return int(psutil.virtual_memory().available)
+    except (OSError, RuntimeError, AttributeError):  # pragma: no cover - an unsupported system
+        return None
+
+
+def bytes_per_state(game: object) -> int:
+    """Peak memory a solve of `game` needs per state (rank by rank when the game ranks its states)."""
+    return LAYERED_BYTES_PER_STATE if hasattr(game, "progress_rank") else GRAPH_BYTES_PER_STATE
+
+
+def states_that_fit(per_state: int = GRAPH_BYTES_PER_STATE) -> int | None:
+    """How many states a solve at `per_state` bytes a state can hold in the memory available now."""
+    available = available_memory()
+    return None if available is None else int(MEMORY_SHARE * available / per_state)
