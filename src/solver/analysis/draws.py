@@ -14,7 +14,7 @@ import numpy as np
 
 from rules.charge_spark.state import held_bonus_counts
 
-from ..core.graph import GameGraph, expansion_of
+from ..core.graph import GameGraph, expansion_of, segment_positions
 from ..core.result import SolveResult
 from ..summary import Play
 from ..core.chain import CellIndex, expected_visits, play_chain
@@ -59,8 +59,8 @@ def table_draw_values(
         codes, index = play.states[lo : lo + chunk], play.index[lo : lo + chunk]
         e = expansion_of(game, codes)
         cells = CellIndex.of_counts(e["row_count"], e["col_count"])
-        row_w = np.asarray(result.row_strategy[_at(result.row_ptr, index)])
-        col_w = np.asarray(result.col_strategy[_at(result.col_ptr, index)])
+        row_w = np.asarray(result.row_strategy[segment_positions(result.row_ptr, index)])
+        col_w = np.asarray(result.col_strategy[segment_positions(result.col_ptr, index)])
         cell_weight = visits[lo + cells.state] * row_w[cells.row] * col_w[cells.col]
         out_cell = np.repeat(np.arange(cells.state.size, dtype=np.int64), e["out_count"])
         live = (e["out_next"] >= 0) & (cell_weight[out_cell] > 0)
@@ -71,12 +71,6 @@ def table_draw_values(
         gain_sum += gain
         weight_sum += weight
     return _draw_values(kinds, gain_sum, weight_sum)
-
-
-def _at(ptr: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """Positions of the segments ptr[i]:ptr[i+1] of each i in `index`, joined."""
-    counts = ptr[index + 1] - ptr[index]
-    return np.repeat(ptr[index] - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
 
 
 def _draw_sums(

@@ -15,7 +15,7 @@ import numpy as np
 
 import scipy.sparse as sp
 
-from ..core.graph import GameGraph
+from ..core.graph import GameGraph, offsets_of, segment_positions
 from ..core.protocol import StochasticGame
 from ..core.result import SolveResult
 from ..summary import Play
@@ -86,11 +86,8 @@ def table_card_usage(
 
 def _table_side(ptr: np.ndarray, actions: np.ndarray, weights: np.ndarray, index: np.ndarray):
     """One seat's (ptr, actions, weights) at the table's states `index`, in that order."""
-    counts = ptr[index + 1] - ptr[index]
-    local_ptr = np.zeros(index.size + 1, np.int64)
-    np.cumsum(counts, out=local_ptr[1:])
-    at = np.repeat(ptr[index] - local_ptr[:-1], counts) + np.arange(local_ptr[-1])
-    return local_ptr, np.asarray(actions[at]), np.asarray(weights[at])
+    at = segment_positions(ptr, index)
+    return offsets_of(ptr[index + 1] - ptr[index]), np.asarray(actions[at]), np.asarray(weights[at])
 
 
 def _choices(ptr: np.ndarray, actions: np.ndarray, weights: np.ndarray, size: int) -> sp.csc_matrix:
