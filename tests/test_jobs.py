@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from solver.jobs import (
+from solver.core.jobs import (
     SchedulerError, WorkersLostError, cluster_threads, cluster_workers, dask_client, memory_limits, run_jobs,
     writable_dir,
 )
@@ -119,9 +119,9 @@ def test_a_local_clusters_workers_have_memory_limits_and_a_thread_each(client):
 
 
 def test_an_unreachable_scheduler_is_a_scheduler_error(monkeypatch):
-    import solver.jobs
+    import solver.core.jobs
 
-    monkeypatch.setattr(solver.jobs, "CONNECT_TIMEOUT", "1s")
+    monkeypatch.setattr(solver.core.jobs, "CONNECT_TIMEOUT", "1s")
     with pytest.raises(SchedulerError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:1"):
         with dask_client("tcp://127.0.0.1:1"):
             pass

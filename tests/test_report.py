@@ -498,7 +498,7 @@ def test_a_dead_solve_process_leaves_the_rest_of_the_queue_to_run_one_at_a_time(
     from rules.charge_spark.config import RuleSet, apply_overrides
     from solver.analysis.results_cache import ResultsCache
     from solver.analysis.sensitivity import VariantSummary, sensitivity_variants, variant_key
-    from solver.jobs import WorkersLostError
+    from solver.core.jobs import WorkersLostError
 
     rules = apply_overrides(RuleSet(), [SMALL[i + 1] for i in range(0, len(SMALL), 2)])
     variants = sensitivity_variants(rules)[0][:2]

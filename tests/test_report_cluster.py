@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
-from solver import jobs as jobs_module
+from solver.core import jobs as jobs_module
 from solver.analysis.results_cache import ResultsCache
 from solver.cli import main
 
@@ -114,7 +114,7 @@ class FakeClient:
 
 
 def test_a_cluster_whose_workers_police_memory_is_refused_and_one_without_is_counted():
-    from solver.jobs import SchedulerError
+    from solver.core.jobs import SchedulerError
     from solver.report.solves import cluster_slots
 
     unlimited = {"tcp://a:1": {"name": "a", "nthreads": 1, "memory_limit": 0},

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, RulesError, apply_overrides
-from solver import jobs as jobs_module
+from solver.core import jobs as jobs_module
 from solver import sweep as sweep_module
 from solver.cli import main
 from solver.sweep import (

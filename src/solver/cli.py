@@ -40,7 +40,7 @@ from .storage import CACHE_ENV, default_cache_dir
 from .core.files import OutputError, check_writable, write_text_atomically
 from .core.graph import GraphTooLargeError
 from .core.result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
-from .jobs import SchedulerError, WorkersLostError
+from .core.jobs import SchedulerError, WorkersLostError
 from .sweep import SweepError
 from .tables import solve_to_boundary, solved_table, stored_part
 
@@ -362,7 +362,7 @@ def report_cluster(scheduler: str | None):
     if scheduler is None:
         yield None
         return
-    from .jobs import dask_client
+    from .core.jobs import dask_client
     from .report.solves import cluster_slots
 
     with dask_client(scheduler) as client:
@@ -484,7 +484,7 @@ def sweep(
     """Solve every combination of the --grid values (reusing cached tables) and
     write one CSV row per rule set: the varied keys, fingerprint, value at the
     start, outcome split, expected length and solve time."""
-    from .jobs import dask_client
+    from .core.jobs import dask_client
     from .sweep import CsvRows, grid_points, parse_grid, run_sweep
 
     if scheduler and workers:

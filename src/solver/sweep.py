@@ -30,7 +30,7 @@ from rules.charge_spark.game import ChargeSparkGame
 from .core import resources
 from .core.graph import GraphTooLargeError
 from .core.resources import GRAPH_BYTES_PER_STATE, bytes_per_state
-from .jobs import dask_client, run_jobs, worker_memory_limit
+from .core.jobs import dask_client, run_jobs, worker_memory_limit
 from .tables import solved_table, warn_on_stderr
 
 # Dask and the solver's kernels are imported where a sweep runs, so the CLI starts without them.

@@ -1,6 +1,6 @@
 """How many solves may run side by side on this machine, by memory.
 
-They run through `solver.jobs.run_jobs` (local processes or a Dask cluster);
+They run through `solver.core.jobs.run_jobs` (local processes or a Dask cluster);
 this module only sizes a local run."""
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from ..core.resources import LAYERED_BYTES_PER_STATE, states_that_fit, usable_co
 from ..analysis.restricted import RestrictedJob, RestrictedValue, value_without
 from ..analysis.results_cache import ResultsCache
 from ..analysis.sensitivity import Skipped, Variant, VariantJob, VariantSummary, summarise_variant, variant_key
-from ..jobs import (
+from ..core.jobs import (
     SchedulerError, WorkersLostError, cluster_threads, cluster_workers, memory_limits, run_jobs, writable_dir,
 )
 from ..summary import LENGTH_TURNS

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from tqdm import tqdm
 
-from .core.resources import usable_cores
+from .resources import usable_cores
 
 # Dask is imported where a cluster is used, so that commands without one start without it.
 if TYPE_CHECKING:
