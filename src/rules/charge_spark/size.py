@@ -16,14 +16,8 @@ every later one is too, so a large `health` costs no more than a small one.
 (If the layers never settle, it stops after `MAX_DAMAGE_LAYERS` and counts
 only those: an undercount, never an overcount.)
 
-Measured against exact enumeration (`solver.core.graph.reachable_states`), from
-the start: default rules 49,583,017 against 49,383,601 (1.004x); boards
-`SM` to `S**M`, health 1 to 3, 0 to 3 bonus cards, changed costs, tiles,
-damages, `recovery`, `clash` and start tiles: 1.00x to 1.11x; the worst seen
-is 1.46x (`board=S*M health=1 bonus_cards=ray contested_draw=nobody`, where
-a draw nobody wins leaves the pile's last card in play). It takes well under
-a second for the default board at any health (0.2 to 0.6 s); boards of nine
-spaces or ten tiles of each kind, games of 1e8 to 1e10 states, take 2 to 4 s.
+How close the estimate comes to exact enumeration, and how long it takes,
+is measured in docs/performance.md ("The size estimate").
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ FOLDED_METHOD = LAYERED_METHOD.replace(
 )
 
 ESTIMATE_MARGIN = 2.0
-"""Refuse up front only past this many times the limit: the rules' estimate has
-come out at most 1.46x the exact count where measured, and never below it."""
+"""Refuse up front only past this many times the limit: a game's estimate of its
+size may overcount (docs/performance.md gives the measured ratios), never undercount."""
 
 
 class EstimatedTooLargeError(GraphTooLargeError):
