@@ -4,7 +4,7 @@
    solves per second, and the values must agree to 1e-9.
 2. End to end on a rule set (default: board S*M, health 1): the full solve
    (enumerate, solve, certify) against the plain baseline, Jacobi iteration of
-   Shapley's operator with one scipy LP per state per sweep (`reference.py`).
+   Shapley's operator with one scipy LP per state per sweep (`tests/reference.py`).
    The baseline is far too slow to run in full, so it is extrapolated by a
    stated rule: (scipy seconds per stage game, measured on this graph's own
    stage games) x (states) x (sweeps the same Jacobi iteration needs, counted
