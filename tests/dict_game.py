@@ -11,6 +11,8 @@ class DictGame:
     """A hand-written game: {state: {(row, col): [(prob, next state or WIN/LOSS)]}}."""
 
     terminal_labels = ("P1 wins", "P2 wins")
+    terminal_winners = (0, 1)
+    terminal_kinds = ("win", "win")
     terminal_payoff = np.array([1.0, 0.0])
     unending_payoff = 0.5
 

@@ -109,7 +109,7 @@ def test_optimal_play_beats_a_uniform_policy_and_best_responses_beat_it_harder(s
     _, _, result, start = solved
     g = result.graph
     uniform = {"uniform": (uniform_policy(g.row_ptr), uniform_policy(g.col_ptr))}
-    (row,) = skill_gap(g, start, result.row_strategy, result.col_strategy, uniform)
+    (row,) = skill_gap(g, result.terminal_outcomes, start, result.row_strategy, result.col_strategy, uniform)
     assert row.win_vs_best_response <= row.win_vs_optimal + 1e-9
     assert row.value_vs_best_response <= result.values[start] + 1e-9
     assert row.optimal_win_vs_policy >= 0.5
@@ -286,7 +286,7 @@ def test_skill_gap_by_policy_games_equals_the_whole_graphs(solved):
     g = result.graph
     strength = np.array([rules.damage_of(card) for card in Card])
     fallback = [int(Card.CHARGE), int(Card.BARRIER), int(Card.MOVE)]
-    whole = skill_gap(g, start, result.row_strategy, result.col_strategy, {
+    whole = skill_gap(g, result.terminal_outcomes, start, result.row_strategy, result.col_strategy, {
         "uniform": (uniform_policy(g.row_ptr), uniform_policy(g.col_ptr)),
         "greedy": (greedy_policy(g.row_ptr, g.row_actions, strength, fallback),
                    greedy_policy(g.col_ptr, g.col_actions, strength, fallback)),

@@ -23,6 +23,7 @@ from rules.charge_spark.state import initial_position
 from solver.storage import TABLE_FORMAT
 from solver.core import table_file as cache
 from solver.core.table_file import DamagedTableError, load_table, quarantine, save_table, table_path
+from solver.core.outcome import terminal_outcomes
 from solver.core.result import ARRAY_FIELDS
 from solver.core.solve import solve_from
 
@@ -53,6 +54,7 @@ def test_round_trip_keeps_every_array_and_the_answer(saved):
     assert loaded.graph is None
     assert loaded.answer(root, game) == result.answer(root, game)
     assert loaded.method == result.method and loaded.bellman_residual == result.bellman_residual
+    assert loaded.terminal_outcomes == result.terminal_outcomes == terminal_outcomes(game)
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left
 
 

@@ -107,7 +107,7 @@ def test_findings_split_ties_from_values_that_differ():
 
     def box(*values):
         restricted = [RestrictedValue(f"c{i}", v, v) for i, v in enumerate(values)]
-        summary = SimpleNamespace(outcomes={})
+        summary = SimpleNamespace(by=lambda kind: 0.0)
         return findings(SimpleNamespace(restricted=restricted, variants=[], usage=None, summary=summary))
 
     found = box(0.3, 0.1, 0.1 + 1e-12, 0.45, 0.45)
@@ -174,7 +174,7 @@ def test_the_headline_gives_no_finite_mean_where_games_may_never_end(running_rep
     assert cell(render_report(finished), "mean-length") == f"{ends.expected_length:,.1f}"
     outcomes = {label: 0.9 * p for label, p in ends.outcomes.items()} | {"unending": 0.1}
     html = render_report(replace(finished, summary=StartSummary(ends.value, outcomes, ends.expected_length,
-                                                                0.9 * ends.length_pmf)))
+                                                                0.9 * ends.length_pmf, ends.terminal_outcomes)))
     assert cell(html, "mean-length") == "no finite mean (some games never end)"
     assert cell(html, "expected-length") == f"{ends.expected_length:,.1f}"  # of the games that end
     assert re.search(r"P\(still going after 200 turns\)</th><td>10\.00%</td>", html)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from rules.charge_spark.config import RuleSet, apply_overrides
+from solver.core.outcome import Seat
 from solver.summary import UNENDING, summarise_start
 from solver.tables import solved_table
 
@@ -25,13 +26,13 @@ def test_outcomes_are_split_by_win_type_and_add_up(small_summary):
     }
     assert sum(summary.outcomes.values()) == pytest.approx(1.0, abs=1e-9)
     # The value is P(P1 wins) + half of P(unending), whatever the split.
-    assert summary.wins("P1") + 0.5 * summary.outcomes[UNENDING] == pytest.approx(summary.value, abs=1e-9)
+    assert summary.wins(Seat.P1) + 0.5 * summary.outcomes[UNENDING] == pytest.approx(summary.value, abs=1e-9)
 
 
 def test_symmetric_start_splits_evenly_by_seat(small_summary):
     _, summary = small_summary
     assert summary.value == pytest.approx(0.5, abs=1e-9)
-    assert summary.wins("P1") == pytest.approx(summary.wins("P2"), abs=1e-9)
+    assert summary.wins(Seat.P1) == pytest.approx(summary.wins(Seat.P2), abs=1e-9)
 
 
 def test_length_distribution_matches_the_ending_probability(small_summary):

@@ -22,7 +22,7 @@ from solver.core import jobs as jobs_module
 from solver import sweep as sweep_module
 from solver.cli import main
 from solver.sweep import (
-    CsvRows, GridAxis, SweepRow, grid_points, parse_grid, run_sweep, split_values, state_limit,
+    CsvRows, GridAxis, SweepRow, grid_points, outcome_labels, parse_grid, run_sweep, split_values, state_limit,
 )
 from solver.sweep_page import sweep_page
 
@@ -71,7 +71,7 @@ def test_a_sweep_through_a_scheduler_gives_the_rows_of_a_local_sweep(tmp_path):
     for row in rows:
         assert float(row["value"]) == pytest.approx(0.5, abs=1e-9)  # both seats play the same rules
         assert row["error"] == ""
-        outcomes = [float(row[k]) for k in row if " wins " in k] + [float(row["unending"])]
+        outcomes = [float(row[label]) for label in outcome_labels()]
         assert sum(outcomes) == pytest.approx(1.0, abs=1e-9)
         assert float(row["expected_length"]) >= 1
     assert len({row["fingerprint"] for row in rows}) == 12

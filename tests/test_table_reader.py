@@ -49,6 +49,7 @@ def test_a_part_answers_exactly_as_the_whole_table(stored):
         part = stored_part(path, key, int(code), reference)
         assert part is not None and part.num_states < 40
         assert part.answer(int(code), reference) == result.answer(int(code), game)
+        assert part.terminal_outcomes == result.terminal_outcomes
         assert part.table_states == result.num_states
         assert part.table_max_exploitability == pytest.approx(result.max_exploitability, rel=0, abs=0)
 

@@ -33,12 +33,14 @@ from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
 from rules.charge_spark.notation import PositionError, format_position, parse_position
 from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import Position, initial_position
+from rules.charge_spark.turn import KNOCK_OUT, MOON
 
 from .core.table_file import table_path
 from .core.resources import usable_cores
 from .storage import CACHE_ENV, default_cache_dir
 from .core.files import OutputError, check_writable, write_text_atomically
 from .core.graph import GraphTooLargeError
+from .core.outcome import Outcome, Seat, win_probability
 from .core.result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
 from .core.jobs import SchedulerError, WorkersLostError
 from .sweep import SweepError
@@ -550,8 +552,8 @@ def query_json(
         "fingerprint": fingerprint(rule_set),
         "position": position,
         "value": answer.value,
-        "p1_win": wins(answer, "P1"),
-        "p2_win": wins(answer, "P2"),
+        "p1_win": win_probability(answer.terminal_probability, result.terminal_outcomes, Seat.P1),
+        "p2_win": win_probability(answer.terminal_probability, result.terminal_outcomes, Seat.P2),
         "outcomes": dict(answer.terminal_probability),
         "unending": answer.unending_probability,
         "expected_length": None if math.isnan(answer.expected_length) else answer.expected_length,
@@ -585,16 +587,15 @@ def rules_difference(rule_set: RuleSet) -> str:
     return " ".join(differences_from_default(rule_set)) or "none"
 
 
-def wins(answer: StateAnswer, seat: str) -> float:
-    """P(`seat` wins), over every way of winning ("P1 wins by knock-out", "P1 wins at the moon")."""
-    return sum(p for label, p in answer.terminal_probability.items() if label.startswith(f"{seat} wins"))
+WON = {KNOCK_OUT: "by knock-out", MOON: "at the moon"}  # how a kind of win reads after "P1 wins"
 
 
-def win_types(answer: StateAnswer, seat: str) -> str:
-    prefix = f"{seat} wins "
-    return ", ".join(
-        f"{label[len(prefix):]} {p:.6f}" for label, p in answer.terminal_probability.items() if label.startswith(prefix)
+def wins_line(answer: StateAnswer, outcomes: tuple[Outcome, ...], seat: Seat) -> str:
+    """P(`seat` wins), then how: "0.600000   (by knock-out 0.400000, at the moon 0.200000)"."""
+    ways = ", ".join(
+        f"{WON.get(o.kind, o.kind)} {answer.terminal_probability[o.label]:.6f}" for o in outcomes if o.winner == seat
     )
+    return f"{win_probability(answer.terminal_probability, outcomes, seat):.6f}   ({ways})"
 
 
 def _length_figures(answer: StateAnswer, lasting: LengthAndStalls | None) -> LengthFigures:
@@ -679,8 +680,8 @@ def query_text(
         f"position     {position}",
         "",
         f"value        {answer.value:.12f}   (to P1)",
-        f"P1 wins      {wins(answer, 'P1'):.6f}   ({win_types(answer, 'P1')})",
-        f"P2 wins      {wins(answer, 'P2'):.6f}   ({win_types(answer, 'P2')})",
+        f"P1 wins      {wins_line(answer, result.terminal_outcomes, Seat.P1)}",
+        f"P2 wins      {wins_line(answer, result.terminal_outcomes, Seat.P2)}",
         f"unending     {answer.unending_probability:.6f}",
         f"length       {_length_text(answer.expected_length)}",
         f"             {_spread_text(answer, lasting)}",

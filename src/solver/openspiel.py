@@ -8,7 +8,8 @@ players move is one stage game; where one player moves, the other has a single
 "(waits)" action; a chance node reached after the actions is expanded into its
 outcomes (and further chance nodes below it); a chance node where play starts
 becomes a state where both wait. Terminal outcomes are the distinct returns of
-player 0, added as they are met. Play that never ends pays 0.
+player 0, added as they are met, won by the player with the larger return.
+Play that never ends pays 0.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class OpenSpielGame:
         self._index: dict[str, int] = {}
         self._payoff_index: dict[float, int] = {}
         self.terminal_payoff_list: list[float] = []
+        self.terminal_winner_list: list[int | None] = []
 
     @property
     def terminal_payoff(self) -> np.ndarray:
@@ -81,6 +83,14 @@ class OpenSpielGame:
     @property
     def terminal_labels(self) -> tuple[str, ...]:
         return tuple(f"player 0 gets {p:g}" for p in self.terminal_payoff_list)
+
+    @property
+    def terminal_winners(self) -> tuple[int | None, ...]:
+        return tuple(self.terminal_winner_list)
+
+    @property
+    def terminal_kinds(self) -> tuple[str, ...]:
+        return tuple("draw" if w is None else "win" for w in self.terminal_winner_list)
 
     def root(self) -> int:
         return self.code_of(self.game.new_initial_state())
@@ -97,11 +107,14 @@ class OpenSpielGame:
         return self._states[int(code)]
 
     def _terminal(self, state) -> int:
-        payoff = float(state.returns()[0])
+        returns = state.returns()
+        payoff = float(returns[0])
         t = self._payoff_index.get(payoff)
         if t is None:
             t = self._payoff_index[payoff] = len(self.terminal_payoff_list)
             self.terminal_payoff_list.append(payoff)
+            # The player with the larger return won (zero- or constant-sum: one payoff, one winner).
+            self.terminal_winner_list.append(0 if returns[0] > returns[1] else 1 if returns[1] > returns[0] else None)
         return -1 - t
 
     def _outcomes(self, state, probability: float, out: list[tuple[float, int]]) -> None:

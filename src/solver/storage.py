@@ -20,7 +20,9 @@ def package_version() -> str:
 
 TABLE_FORMAT = TableFormat(
     name="charge-spark solved table",
-    version=4,  # 4: hurried strategies, their buzzer values and guarantees with endless play scored as a loss
+    # 4: hurried strategies, their buzzer values and guarantees with endless play scored as a loss;
+    # 5: the header records each terminal outcome's winner and kind, not its label alone
+    version=5,
     written_by=package_version(),
 )
 

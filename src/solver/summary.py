@@ -13,6 +13,7 @@ import numpy as np
 from rules.charge_spark.game import ChargeSparkGame
 
 from .core.graph import GameGraph, build_graph, distinct_sorted, expansion_of, graph_of
+from .core.outcome import Outcome, Seat, kind_probability, win_probability
 from .core.result import SolveResult
 from .tables import SolvedTable
 
@@ -28,10 +29,15 @@ class StartSummary:
     outcomes: dict[str, float]  # each terminal label -> probability, and UNENDING
     expected_length: float  # turns, given that the game ends (nan if it never does)
     length_pmf: np.ndarray  # length_pmf[t - 1] = P(the game ends at turn t); empty if not computed
+    terminal_outcomes: tuple[Outcome, ...]  # who wins each labelled outcome, and how
 
-    def wins(self, seat: str) -> float:
-        """P(`seat` wins) over every way of winning, `seat` "P1" or "P2"."""
-        return sum(p for label, p in self.outcomes.items() if label.startswith(f"{seat} wins"))
+    def wins(self, seat: Seat) -> float:
+        """P(`seat` wins) over every way of winning."""
+        return win_probability(self.outcomes, self.terminal_outcomes, seat)
+
+    def by(self, kind: str) -> float:
+        """P(either player wins by `kind`: "knock-out" or "moon")."""
+        return kind_probability(self.outcomes, self.terminal_outcomes, kind)
 
     @property
     def length_beyond(self) -> float:
@@ -216,4 +222,4 @@ def summarise_from(
         play = play or play_from(game, result, start)
         ones = play.strategy
         pmf = length_distribution(play.graph, ones, ones, play.start, max_turns)
-    return StartSummary(float(result.values[i]), outcomes, result.expected_length(i), pmf)
+    return StartSummary(float(result.values[i]), outcomes, result.expected_length(i), pmf, result.terminal_outcomes)

@@ -56,6 +56,9 @@ class ChargeSparkGame:
 
     action_labels = tuple(card.label for card in Card)
     terminal_labels = tuple(WINNER_LABELS[w] for w in Winner)
+    terminal_winners = tuple(w.seat for w in Winner)
+    """The seat (0: P1, 1: P2) that wins each terminal outcome."""
+    terminal_kinds = tuple(w.kind for w in Winner)
     terminal_payoff = np.array([1.0 if w.seat == 0 else 0.0 for w in Winner])
     unending_payoff = 0.5
     terminal_swap = tuple(w.swapped.value for w in Winner)

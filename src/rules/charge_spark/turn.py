@@ -22,6 +22,9 @@ class IllegalCardError(ValueError):
     """A card that its player may not play in this position."""
 
 
+KNOCK_OUT, MOON = "knock-out", "moon"  # the two ways to win (`Winner.kind`)
+
+
 class Winner(Enum):
     """How a game ended: who won, and how (the value is the terminal outcome's index)."""
 
@@ -38,6 +41,11 @@ class Winner(Enum):
     def seat(self) -> int:
         """0 if player 1 won, 1 if player 2 did."""
         return self.value // 2
+
+    @property
+    def kind(self) -> str:
+        """How the game was won: KNOCK_OUT or MOON."""
+        return KNOCK_OUT if self.value % 2 == 0 else MOON
 
     @property
     def swapped(self) -> "Winner":

@@ -15,6 +15,7 @@ import numpy as np
 from rules.charge_spark.state import held_bonus_counts
 
 from ..core.graph import GameGraph, expansion_of, segment_positions
+from ..core.outcome import Seat
 from ..core.result import SolveResult
 from ..summary import Play
 from ..core.chain import CellIndex, expected_visits, play_chain
@@ -82,8 +83,8 @@ def _draw_sums(
     `drawn[j, seat, k]` cards of kind k drawn by `seat`)."""
     gain_sum, weight_sum = np.zeros(kinds), np.zeros(kinds)
     cells = cell_weight.size
-    for seat in (0, 1):
-        to_drawer = next_values if seat == 0 else 1.0 - next_values
+    for seat in Seat:
+        to_drawer = next_values if seat == Seat.P1 else 1.0 - next_values
         drew = drawn[:, seat, :] > 0
         any_draw = drew.any(axis=1)
         # The same draw at random: the cell's outcomes in which this seat draws, averaged.

@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from ..core.graph import offsets_of
+from ..core.outcome import Seat
 from ..core.protocol import Expansion, StochasticGame
 from ..core.result import SolveResult
 from .wrapped import WrappedGame
@@ -23,10 +24,10 @@ Policy = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 action, in the same order (each state's weights sum to 1)."""
 
 
-def table_policy(result: SolveResult, seat: int) -> Policy:
-    """The strategy a solved table reports for `seat` (0: P1), at any state it holds."""
+def table_policy(result: SolveResult, seat: Seat) -> Policy:
+    """The strategy a solved table reports for `seat`, at any state it holds."""
     ptr, actions, weights = (
-        (result.row_ptr, result.row_actions, result.row_strategy) if seat == 0
+        (result.row_ptr, result.row_actions, result.row_strategy) if seat == Seat.P1
         else (result.col_ptr, result.col_actions, result.col_strategy)
     )
 
@@ -184,9 +185,5 @@ def play_figures(game: PolicyPlay, start: int, **solve_options) -> PlayFigures:
 
     result = solve_from(game, [start], **solve_options)
     i = result.index_of(start)
-    won = result.terminal_probability[i]
-
-    def wins(seat: str) -> float:
-        return float(sum(won[t] for t, label in enumerate(result.terminal_labels) if label.startswith(f"{seat} wins")))
-
-    return PlayFigures(float(result.values[i]), wins("P1"), wins("P2"), int(result.num_states))
+    return PlayFigures(float(result.values[i]), result.win_probability(i, Seat.P1), result.win_probability(i, Seat.P2),
+                       int(result.num_states))

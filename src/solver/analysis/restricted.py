@@ -12,6 +12,7 @@ from rules.charge_spark.config import RuleSet
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 
+from ..core.outcome import Seat
 from ..core.protocol import Expansion, StochasticGame
 from ..tables import WarmTable, warm_start, warn_on_stderr
 from .wrapped import WrappedGame
@@ -107,7 +108,6 @@ def _value_without(job: RestrictedJob) -> RestrictedValue:
         warm=warm,
     )
     i = result.index_of(start)
-    wins = [t for t, label in enumerate(result.terminal_labels) if label.startswith("P1 wins")]
-    return RestrictedValue(job.card, float(result.values[i]), float(result.terminal_probability[i, wins].sum()),
+    return RestrictedValue(job.card, float(result.values[i]), result.win_probability(i, Seat.P1),
                            seconds=time.perf_counter() - started, warm_started=warm is not None,
                            states=int(result.num_states))

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..core.files import write_text_atomically
 from ..storage import package_version
 
-FORMAT = "charge-spark analysis results 1"
+FORMAT = "charge-spark analysis results 2"  # 2: summaries record each outcome's winner and kind
 
 
 class ResultsCache:

@@ -19,6 +19,7 @@ from rules.charge_spark.notation import parse_position
 from rules.charge_spark.state import initial_position
 
 from ..core.boundary import Boundary
+from ..core.outcome import Outcome, Seat, kind_probability, win_probability
 from ..core.table_file import table_path
 from ..storage import default_cache_dir
 from ..core.graph import GraphTooLargeError
@@ -60,7 +61,8 @@ class VariantSummary:
     """What a variant comes to at its start (the numbers a sweep row holds)."""
 
     value: float
-    outcomes: dict[str, float]
+    outcomes: dict[str, float]  # each terminal label -> probability, and unending play
+    terminal_outcomes: tuple[Outcome, ...]  # who wins each labelled outcome, and how
     expected_length: float
     seconds: float
     reused: bool
@@ -71,20 +73,21 @@ class VariantSummary:
     @classmethod
     def of(cls, summary: StartSummary, seconds: float, reused: bool, warm_started: bool = False,
            states: int | None = None) -> "VariantSummary":
-        return cls(summary.value, dict(summary.outcomes), summary.expected_length, seconds, reused,
-                   tuple(float(p) for p in summary.length_pmf), warm_started, states)
+        return cls(summary.value, dict(summary.outcomes), summary.terminal_outcomes, summary.expected_length, seconds,
+                   reused, tuple(float(p) for p in summary.length_pmf), warm_started, states)
 
     @property
     def length_beyond(self) -> float:
         """P(the game lasts longer than the turns `length_pmf` covers), unending play included."""
         return length_beyond(self.length_pmf)
 
-    def wins(self, seat: str) -> float:
-        return sum(p for label, p in self.outcomes.items() if label.startswith(f"{seat} wins"))
+    def wins(self, seat: Seat) -> float:
+        """P(`seat` wins) over every way of winning."""
+        return win_probability(self.outcomes, self.terminal_outcomes, seat)
 
-    def by(self, how: str) -> float:
-        """P(either player wins `how`: "by knock-out" or "at the moon")."""
-        return sum(p for label, p in self.outcomes.items() if label.endswith(how))
+    def by(self, kind: str) -> float:
+        """P(either player wins by `kind`: "knock-out" or "moon")."""
+        return kind_probability(self.outcomes, self.terminal_outcomes, kind)
 
 
 def sensitivity_variants(rules: RuleSet) -> tuple[list[Variant], list[Skipped]]:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core.certify import best_response, outcome_probabilities, pure_strategy
 from ..core.graph import GameGraph, segment_positions
+from ..core.outcome import Outcome, Seat, won_by
 from ..core.protocol import StochasticGame
 from ..core.result import SolveResult
 from .policy_play import PlayFigures, Policy, PolicyPlay, table_policy
@@ -68,11 +69,12 @@ class PolicyResult:
 
 
 def skill_gap(
-    graph: GameGraph, start: int, row_optimal: np.ndarray, col_optimal: np.ndarray,
+    graph: GameGraph, outcomes: Sequence[Outcome], start: int, row_optimal: np.ndarray, col_optimal: np.ndarray,
     policies: dict[str, tuple[np.ndarray, np.ndarray]],
 ) -> list[PolicyResult]:
-    """`policies`: name -> (the policy as P1's strategy array, as P2's)."""
-    p1_wins = graph.terminal_payoff > graph.unending_payoff
+    """`outcomes`: the graph's terminal outcomes; `policies`: name -> (the
+    policy as P1's strategy array, as P2's)."""
+    p1_wins = won_by(outcomes, Seat.P1)
 
     def p1_win(row: np.ndarray, col: np.ndarray) -> float:
         terminal, _ = outcome_probabilities(graph, row, col)
@@ -80,11 +82,11 @@ def skill_gap(
 
     results = []
     for name, (as_p1, as_p2) in policies.items():
-        values, replies = best_response(graph, 0, as_p1)
+        values, replies = best_response(graph, Seat.P1, as_p1)
         results.append(PolicyResult(
             name=name,
             win_vs_optimal=p1_win(as_p1, col_optimal),
-            win_vs_best_response=p1_win(as_p1, pure_strategy(graph, 1, replies)),
+            win_vs_best_response=p1_win(as_p1, pure_strategy(graph, Seat.P2, replies)),
             value_vs_best_response=float(values[start]),
             optimal_win_vs_policy=p1_win(row_optimal, as_p2),
         ))
@@ -135,12 +137,13 @@ def table_skill_gap(
     as P2. When `mirrored`, that last P(P1 wins) is P(P2 wins) of the first."""
     results = []
     for name, policy in policies.items():
-        against_optimal = play(f"{name} against optimal play", PolicyPlay(game, policy, table_policy(table, 1)))
+        against_optimal = play(f"{name} against optimal play", PolicyPlay(game, policy, table_policy(table, Seat.P2)))
         against_best = play(f"{name} against its best response", PolicyPlay(game, policy, None))
         if mirrored and against_optimal.p2_win is not None:
             optimal_win = against_optimal.p2_win
         else:  # not a mirror image, or figures kept before P(P2 wins) was
-            optimal_win = play(f"optimal play against {name}", PolicyPlay(game, table_policy(table, 0), policy)).p1_win
+            optimal = PolicyPlay(game, table_policy(table, Seat.P1), policy)
+            optimal_win = play(f"optimal play against {name}", optimal).p1_win
         results.append(PolicyResult(
             name=name,
             win_vs_optimal=against_optimal.p1_win,

@@ -13,6 +13,8 @@ class WrappedGame:
         self.game = game
         self.action_labels = game.action_labels
         self.terminal_labels = game.terminal_labels
+        self.terminal_winners = game.terminal_winners
+        self.terminal_kinds = game.terminal_kinds
         self.terminal_payoff = game.terminal_payoff
         self.unending_payoff = game.unending_payoff
         if hasattr(game, "progress_rank"):

@@ -17,6 +17,7 @@ import numpy as np
 
 from .graph import sorted_contains, distinct_sorted
 from .result import SolveResult
+from .table_file import header_outcomes
 from .table_reader import TableReader
 
 
@@ -44,7 +45,7 @@ class Boundary:
         bytes a state, verified now), of the figures only the blocks that hold
         the states a solve reaches (each verified when first read)."""
         states = reader.take("states", 0, reader.num_states)
-        return cls(states, reader.rows, tuple(reader.header["terminal_labels"]))
+        return cls(states, reader.rows, tuple(o.label for o in header_outcomes(reader.header)))
 
     def without(self, codes: np.ndarray) -> "Boundary":
         """This boundary, less `codes` (which are then solved, not looked up)."""

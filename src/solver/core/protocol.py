@@ -40,7 +40,11 @@ class StochasticGame(Protocol):
     action_labels: tuple[str, ...]
     """Name of each action id."""
     terminal_labels: tuple[str, ...]
-    """Name of each terminal outcome."""
+    """Name of each terminal outcome (display text: nothing reads a winner from it)."""
+    terminal_winners: tuple[int | None, ...]
+    """Seat winning each terminal outcome (0: P1, 1: P2, see `outcome.Seat`), None if nobody does."""
+    terminal_kinds: tuple[str, ...]
+    """How each terminal outcome ends (the game's own words, e.g. "knock-out")."""
     terminal_payoff: np.ndarray
     """Payoff to P1 of each terminal outcome."""
     unending_payoff: float

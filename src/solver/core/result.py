@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .graph import GameGraph
+from .outcome import Outcome, Seat, won_by
 from .protocol import StochasticGame
 
 
@@ -99,7 +100,7 @@ class SolveResult:
     p1_guarantee_u1: np.ndarray  # ... and 2u (P2's loss): see `hurry.ScoredGuarantees`
     p2_guarantee_u1: np.ndarray
     fallback: np.ndarray  # int8: 1 where P1 plays the value solve's strategy, not a hurried one; 2 P2; 3 both
-    terminal_labels: tuple[str, ...]
+    terminal_outcomes: tuple[Outcome, ...]  # one per column of `terminal_probability`
     action_labels: tuple[str, ...]
     unending_payoff: float
     bellman_residual: float
@@ -109,6 +110,14 @@ class SolveResult:
     whole_states: int | None = None  # set when this holds only part of a stored table ...
     whole_max_exploitability: float | None = None  # ... with that table's figures
     whole_hurry: HurryFigures | None = None
+
+    @property
+    def terminal_labels(self) -> tuple[str, ...]:
+        return tuple(o.label for o in self.terminal_outcomes)
+
+    def win_probability(self, i: int, seat: Seat) -> float:
+        """P(`seat` wins) from state index `i` under the table's strategies, over every way of winning."""
+        return float(self.terminal_probability[i, won_by(self.terminal_outcomes, seat)].sum())
 
     @property
     def table_states(self) -> int:

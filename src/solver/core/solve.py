@@ -16,6 +16,7 @@ from .components import strongly_connected_components
 from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
 from .hurry import Exits, hurry, scored, scored_guarantees
 from .layered import Layer, WarmStart, enumerate_by_rank, solve_layers
+from .outcome import terminal_outcomes
 from .protocol import StochasticGame
 from . import resources
 from .resources import GRAPH_BYTES_PER_STATE, LAYERED_BYTES_PER_STATE, bytes_per_state
@@ -154,10 +155,10 @@ def solve_from(
 
 
 def _outcome_labels(source) -> dict:
-    """The terminal payoffs and labels a `SolveResult` carries, from a game or its graph."""
+    """The terminal payoffs and outcomes a `SolveResult` carries, from a game."""
     return {
         "terminal_payoff": np.asarray(source.terminal_payoff, np.float64),
-        "terminal_labels": tuple(source.terminal_labels),
+        "terminal_outcomes": terminal_outcomes(source),
         "action_labels": tuple(source.action_labels),
         "unending_payoff": float(source.unending_payoff),
     }
@@ -265,7 +266,7 @@ def _solve_graph(
         p1_guarantee_u1=strict.p1_u1,
         p2_guarantee_u1=strict.p2_u1,
         fallback=hurried.fallback,
-        **_outcome_labels(graph),
+        **_outcome_labels(game),  # the graph's terminals are the game's
         bellman_residual=float(residual.max(initial=0.0)),
         method=METHOD,
         timings=timings,

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .files import replaced_atomically
+from .outcome import Outcome
 from .result import ARRAY_FIELDS, PER_STATE_HURRY, SolveResult
 
 BLOCK_BYTES = 1 << 20  # arrays are checksummed in blocks, so one state can be read and verified alone
@@ -122,7 +123,7 @@ def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = No
                 "written_by": fmt.written_by,
                 "key": key,
                 "meta": meta or {},
-                "terminal_labels": list(result.terminal_labels),
+                "terminal_outcomes": [o.to_json() for o in result.terminal_outcomes],
                 "action_labels": list(result.action_labels),
                 "unending_payoff": result.unending_payoff,
                 "bellman_residual": result.bellman_residual,
@@ -195,7 +196,7 @@ def result_from(path: Path, arrays: dict[str, np.ndarray], header: dict, **extra
     try:
         return SolveResult(
             **arrays,
-            terminal_labels=tuple(header["terminal_labels"]),
+            terminal_outcomes=header_outcomes(header),
             action_labels=tuple(header["action_labels"]),
             unending_payoff=float(header["unending_payoff"]),
             bellman_residual=float(header["bellman_residual"]),
@@ -205,6 +206,11 @@ def result_from(path: Path, arrays: dict[str, np.ndarray], header: dict, **extra
         )
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise DamagedTableError(f"{path}: malformed header ({error})") from None
+
+
+def header_outcomes(header: dict) -> tuple[Outcome, ...]:
+    """The terminal outcomes a table's header records."""
+    return tuple(Outcome.from_json(entry) for entry in header["terminal_outcomes"])
 
 
 def checked_header(path: Path, raw: bytes, key: str, fmt: TableFormat) -> dict:

@@ -14,6 +14,7 @@ from ..analysis.positions import AnnotatedPosition
 from ..analysis.sensitivity import VariantSummary
 from ..analysis.stalls import Stall
 from ..analysis.usage import CardStatus, CardUsage
+from ..core.outcome import Outcome
 from ..core.result import StateAnswer
 from ..summary import StartSummary
 
@@ -29,14 +30,22 @@ def answer_from(entry: dict) -> StateAnswer:
     })
 
 
+def outcomes_entry(outcomes: tuple[Outcome, ...]) -> list[dict]:
+    return [o.to_json() for o in outcomes]
+
+
+def outcomes_from(entry: list[dict]) -> tuple[Outcome, ...]:
+    return tuple(Outcome.from_json(o) for o in entry)
+
+
 def summary_entry(summary: StartSummary) -> dict:
     return {"value": summary.value, "outcomes": summary.outcomes, "expected_length": summary.expected_length,
-            "length_pmf": summary.length_pmf.tolist()}
+            "length_pmf": summary.length_pmf.tolist(), "terminal_outcomes": outcomes_entry(summary.terminal_outcomes)}
 
 
 def summary_from_entry(entry: dict) -> StartSummary:
     return StartSummary(entry["value"], dict(entry["outcomes"]), entry["expected_length"],
-                        np.array(entry["length_pmf"], np.float64))
+                        np.array(entry["length_pmf"], np.float64), outcomes_from(entry["terminal_outcomes"]))
 
 
 def stalls_entry(stalls: list[tuple[str, Stall]]) -> list[dict]:
@@ -89,9 +98,11 @@ def figures_from(entry: dict) -> PlayFigures:
 
 def variant_entry(summary: VariantSummary) -> dict:
     return {"value": summary.value, "outcomes": summary.outcomes, "expected_length": summary.expected_length,
-            "seconds": summary.seconds, "length_pmf": list(summary.length_pmf), "states": summary.states}
+            "seconds": summary.seconds, "length_pmf": list(summary.length_pmf), "states": summary.states,
+            "terminal_outcomes": outcomes_entry(summary.terminal_outcomes)}
 
 
 def variant_from(entry: dict) -> VariantSummary:
-    return VariantSummary(entry["value"], dict(entry["outcomes"]), entry["expected_length"], entry["seconds"],
-                          True, tuple(entry["length_pmf"]), states=entry.get("states"))
+    return VariantSummary(entry["value"], dict(entry["outcomes"]), outcomes_from(entry["terminal_outcomes"]),
+                          entry["expected_length"], entry["seconds"], True, tuple(entry["length_pmf"]),
+                          states=entry.get("states"))

@@ -12,9 +12,12 @@ from pathlib import Path
 import numpy as np
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
+from rules.charge_spark.turn import KNOCK_OUT, MOON
+
 from ..analysis.sensitivity import VariantSummary
 from ..analysis.stalls import EPSILON_PROBABILITY, MIN_SHARE, median_length, mean_length, summary_length_figures
 from ..analysis.usage import CardStatus
+from ..core.outcome import Seat
 from ..summary import StartSummary
 from . import charts
 from .build import FINDINGS_CARD, GREEDY, STILL_TO_COME, UNIFORM, Report, findings_variant
@@ -87,7 +90,8 @@ def render_report(report: Report) -> str:
         length=summary_length_figures(report.summary), min_share=MIN_SHARE, epsilon=EPSILON_PROBABILITY,
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), CardStatus=CardStatus,
         UNIFORM=UNIFORM, GREEDY=GREEDY, turns_shown=TURNS_SHOWN, pending_titles=PENDING_TITLES,
-        STILL_TO_COME=STILL_TO_COME, duration=duration, made=made_totals(report.made),
+        STILL_TO_COME=STILL_TO_COME, duration=duration, made=made_totals(report.made), Seat=Seat,
+        KNOCK_OUT=KNOCK_OUT, MOON=MOON,
     )
 
 
@@ -120,7 +124,7 @@ def report_charts(r: Report) -> dict:
         )
         out["sensitivity_knockout"] = charts.bar_chart(
             "Change in the share of games won by knock-out", labels,
-            [100 * (s.by("by knock-out") - _by(baseline, "by knock-out")) for _, s in r.variants],
+            [100 * (s.by(KNOCK_OUT) - baseline.by(KNOCK_OUT)) for _, s in r.variants],
             "change in P(a player wins by knock-out) (percentage points)", fmt=signed, signed=True,
         )
         out["sensitivity_value"] = charts.bar_chart(
@@ -162,10 +166,6 @@ def report_charts(r: Report) -> dict:
     return out
 
 
-def _by(summary, how: str) -> float:
-    return sum(p for label, p in summary.outcomes.items() if label.endswith(how))
-
-
 # Restricted values this close are one value: each solve certifies its own to about 1e-11.
 TIED = 1e-9
 
@@ -183,8 +183,7 @@ def findings(r: Report) -> dict:
     return {"strongest": strongest, "strongest_cards": _listed([x.card for x in strongest]),
             "least": least, "least_cards": _listed([x.card for x in least]),
             "dead": r.usage.dead if r.usage else None, "cost_up": cost_up,
-            "cost_up_card": FINDINGS_CARD, "knockout": _by(r.summary, "by knock-out"),
-            "moon": _by(r.summary, "at the moon")}
+            "cost_up_card": FINDINGS_CARD, "knockout": r.summary.by(KNOCK_OUT), "moon": r.summary.by(MOON)}
 
 
 def _listed(names: list[str]) -> str:
