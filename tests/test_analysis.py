@@ -25,7 +25,7 @@ from solver.analysis.usage import CardStatus, card_usage, statuses, table_card_u
 from solver.report.charts import bar_chart, heat_map, nice_ticks
 from solver.core.graph import build_graph
 from solver.core.solve import solve_from
-from solver.summary import play_from
+from solver.core.play import play_from
 from solver.tables import SolvedTable
 
 TINY = ["board=S*M", "health=1", "battery_tiles=2", "disc_tiles=2", "bonus_cards=ray,copy"]

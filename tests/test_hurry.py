@@ -22,7 +22,7 @@ from solver.analysis.stalls import median_length
 from solver.core.certify import expected_length_and_distribution
 from solver.core.hurry import Hurried, fallback_marks
 from solver.core.solve import solve_from
-from solver.summary import play_from
+from solver.core.play import play_from
 
 HIDE_OR_RUN = DictGame(
     {0: {(0, 0): [(1.0, 0)], (0, 1): [(1.0, WIN)], (1, 0): [(1.0, WIN)], (1, 1): [(1.0, LOSS)]}},

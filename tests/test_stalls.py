@@ -15,7 +15,7 @@ from solver.analysis.stalls import (
 )
 from solver.core.graph import build_graph
 from solver.core.solve import solve_from
-from solver.summary import play_from
+from solver.core.play import play_from
 
 from dict_game import LOSS, WIN, DictGame
 

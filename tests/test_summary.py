@@ -56,14 +56,18 @@ def test_summary_of_a_cached_table_rebuilds_the_same_length(small_summary, tmp_p
     np.testing.assert_allclose(again.length_pmf, summary.length_pmf, atol=1e-15)
 
 
-def test_played_graph_holds_what_optimal_play_reaches_and_gives_the_same_length(small_summary):
+def test_play_holds_what_optimal_play_reaches_and_gives_the_whole_graphs_length(small_summary):
+    from rules.charge_spark.game import ChargeSparkGame
     from solver.core.certify import expected_length_and_distribution
-    from solver.summary import played_graph, transition_graph
+    from solver.core.graph import build_graph
+    from solver.core.play import play_from
 
     table, summary = small_summary
-    graph, row, col = played_graph(table)
-    assert 1 < graph.num_states < table.result.num_states
-    whole = transition_graph(table)
+    game = ChargeSparkGame(table.rules)
+    play = play_from(game, table.result, table.start)
+    assert 1 < play.states.size < table.result.num_states
+    assert np.all(np.isin(play.states, table.result.states))
+    whole = build_graph(game, table.result.states)
     expected, pmf = expected_length_and_distribution(
         whole, table.result.row_strategy, table.result.col_strategy, table.result.index_of(table.start), 400
     )

@@ -48,7 +48,7 @@ from .core.shapley import max_cells, stage_matrix_kernel
 from .core.resources import usable_cores
 from .core.solve import solve_from
 from .core.stage import matrix_game_kernel, solve_matrix_game_lp
-from .summary import play_from
+from .core.play import play_from
 
 TARGET_STAGE_RATIO = 300  # at 6x6
 TARGET_END_TO_END_RATIO = 1000

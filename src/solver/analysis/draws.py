@@ -17,7 +17,7 @@ from rules.charge_spark.state import held_bonus_counts
 from ..core.graph import GameGraph, expansion_of, segment_positions
 from ..core.outcome import Seat
 from ..core.result import SolveResult
-from ..summary import Play
+from ..core.play import Play
 from ..core.chain import CellIndex, expected_visits, play_chain
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..core.graph import offsets_of
+from ..core.graph import offsets_of, segment_positions
 from ..core.outcome import Seat
 from ..core.protocol import Expansion, StochasticGame
 from ..core.result import SolveResult
@@ -38,7 +38,7 @@ def table_policy(result: SolveResult, seat: Seat) -> Policy:
         counts = np.diff(local_ptr)
         if np.any(ptr[index + 1] - ptr[index] != counts):
             raise ValueError("the table's actions differ from the game's: a table of other rules?")
-        at = np.repeat(ptr[index] - local_ptr[:-1], counts) + np.arange(local_actions.size)
+        at = segment_positions(ptr, index)
         if np.any(actions[at] != local_actions):
             raise ValueError("the table's actions differ from the game's: a table of other rules?")
         return np.asarray(weights[at], np.float64)

@@ -31,7 +31,8 @@ from rules.charge_spark.game import ChargeSparkGame
 
 from ..core.graph import GameGraph
 from ..core.result import STANDOFF_DEPENDENCE, SolveResult
-from ..summary import LENGTH_TURNS, UNENDING, Play, StartSummary, length_beyond, play_from
+from ..core.play import Play, play_from
+from ..summary import LENGTH_TURNS, UNENDING, StartSummary, length_beyond
 from ..core.table_file import DamagedTableError
 from ..core.table_reader import TableReader
 from ..storage import TABLE_FORMAT

@@ -3,7 +3,7 @@ needs (exact, by propagating state probabilities under the reported strategies).
 
 `card_usage` works on a whole game graph (small games; the reference).
 `table_card_usage` gives the same figures for a table of any size: the shares
-from the chain of play over the states it reaches (`summary.Play`), the
+from the chain of play over the states it reaches (`core.play.Play`), the
 statuses streamed over every state of the table (`card_status`)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from ..core.graph import GameGraph, offsets_of, segment_positions
 from ..core.protocol import StochasticGame
 from ..core.result import SolveResult
-from ..summary import Play
+from ..core.play import Play
 from .card_status import OPTIMAL_TOLERANCE, CardFlags, card_flags
 from ..core.chain import CellIndex, PlayChain, cell_values, chain_of_play, play_chain
 

@@ -91,7 +91,7 @@ def play_chain(graph: GameGraph, row_strategy: np.ndarray, col_strategy: np.ndar
 
 def chain_of_play(graph: GameGraph) -> PlayChain:
     """`play_chain` of a graph whose every state has one 1 x 1 stage game (a
-    `summary.Play`'s), built straight from its outcome arrays: a table's play
+    `play.Play`'s), built straight from its outcome arrays: a table's play
     can reach tens of millions of states, too many for per-outcome temporaries."""
     n = graph.num_states
     if graph.num_cells != n or graph.row_actions.size != n or graph.col_actions.size != n:

@@ -29,7 +29,8 @@ from ..storage import default_cache_dir
 from ..core.resources import LAYERED_BYTES_PER_STATE
 from ..core.solve import ESTIMATE_MARGIN, EstimatedTooLargeError, approximate_count, byte_size
 from ..core.result import StateAnswer
-from ..summary import Play, StartSummary, play_from, summarise_from
+from ..core.play import Play, play_from
+from ..summary import StartSummary, summarise_from
 from ..tables import SolvedTable, solved_table
 from ..analysis.card_status import legal_row_actions
 from ..core.chain import PlayChain, chain_of_play, expected_visits
