@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tqdm import tqdm
 
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 Job = TypeVar("Job")
 Answer = TypeVar("Answer")
 
-CONNECT_TIMEOUT = "10s"
+CONNECT_TIMEOUT = 10.0  # seconds
 
 
 class SchedulerError(OSError):
@@ -112,7 +112,7 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
         yield client
 
 
-def cluster_workers(client: Client, timeout: str = CONNECT_TIMEOUT) -> dict[str, dict]:
+def cluster_workers(client: Client, timeout: float = CONNECT_TIMEOUT) -> dict[str, dict]:
     """The workers of `client`'s cluster by address (the scheduler's account:
     "nthreads", "memory_limit", "name", ...), after waiting up to `timeout`
     for a first one; `SchedulerError` if none comes."""
@@ -120,7 +120,7 @@ def cluster_workers(client: Client, timeout: str = CONNECT_TIMEOUT) -> dict[str,
         client.wait_for_workers(1, timeout=timeout)
     except (TimeoutError, OSError):
         raise SchedulerError(
-            f"the Dask scheduler at {client.scheduler.address} has no workers (none came in {timeout});"
+            f"the Dask scheduler at {client.scheduler.address} has no workers (none came in {timeout:g} s);"
             " start some with `dask worker ADDRESS`"
         ) from None
     return dict(client.scheduler_info(n_workers=-1)["workers"])
@@ -181,7 +181,7 @@ def run_jobs(
     return [answers[i] for i in range(len(jobs))]
 
 
-def _on_processes(work: Callable, jobs: list, workers: int, keep: Callable[[int, object], None]) -> None:
+def _on_processes(work: Callable, jobs: list, workers: int, keep: Callable[[int, Any], None]) -> None:
     # spawn, not fork: the parent may hold threads (numba, tqdm) that fork would copy mid-state.
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
     futures: dict[Future, int] = {}
@@ -215,7 +215,7 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         process.terminate()
 
 
-def _on_cluster(client: Client, work: Callable, jobs: list, keep: Callable[[int, object], None], retries: int) -> None:
+def _on_cluster(client: Client, work: Callable, jobs: list, keep: Callable[[int, Any], None], retries: int) -> None:
     from distributed import as_completed as completed
     from distributed.scheduler import KilledWorker
 

@@ -26,6 +26,7 @@ import zipfile
 from dataclasses import asdict, dataclass
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -82,14 +83,14 @@ def _release(a: np.ndarray, lo: int, hi: int) -> None:
     mapping = getattr(a, "_mmap", None)
     if mapping is None or not hasattr(mapping, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
         return
-    base = int(a.offset) % mmap.ALLOCATIONGRANULARITY  # where the array starts in its mapping
+    base = int(getattr(a, "offset", 0)) % mmap.ALLOCATIONGRANULARITY  # where the array starts in its mapping
     start = (base + lo) // mmap.PAGESIZE * mmap.PAGESIZE
     with contextlib.suppress(OSError, ValueError):
         mapping.madvise(mmap.MADV_DONTNEED, start, base + hi - start)
 
 
 def block_digest(raw: np.ndarray) -> str:
-    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+    return hashlib.blake2b(raw.data, digest_size=16).hexdigest()
 
 
 def array_layout(a: np.ndarray) -> dict:
@@ -151,14 +152,14 @@ def block_first_codes(states: np.ndarray) -> list[int] | None:
 
 def _write_array(archive: zipfile.ZipFile, name: str, a: np.ndarray) -> list[str]:
     """Store `a` as member `name`.npy (what `np.savez` writes); its block digests."""
-    digests = []
+    digests: list[str] = []
     with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
         header = np.lib.format.header_data_from_array_1_0(np.ascontiguousarray(a[:0]))
         header["shape"] = a.shape
         np.lib.format.write_array_header_1_0(member, header)
         for chunk in byte_chunks(a):
             digests.extend(block_digest(block) for block in _blocks(chunk))
-            member.write(chunk)
+            member.write(chunk.data)
     return digests
 
 
@@ -191,7 +192,7 @@ def load_table(path: Path, key: str, *, fmt: TableFormat) -> SolveResult:
     return result_from(path, arrays, header)
 
 
-def result_from(path: Path, arrays: dict[str, np.ndarray], header: dict, **extra) -> SolveResult:
+def result_from(path: Path, arrays: dict[str, Any], header: dict, **extra: Any) -> SolveResult:
     """The `SolveResult` of a table's arrays and header (`extra`: further fields)."""
     try:
         return SolveResult(
