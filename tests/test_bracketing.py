@@ -13,7 +13,7 @@ from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 from solver.core.bracketing import GAP_TOL, bracket_values, component_games, mirrors_strategies, seat_mirror
-from solver.core.certify import best_response_values
+from solver.core.best_response import best_response_values
 from solver.core.components import strongly_connected_components
 from solver.core.graph import build_graph, reachable_states
 from dict_game import LOSS, WIN, DictGame

@@ -19,7 +19,7 @@ from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 from solver.analysis.stalls import median_length
-from solver.core.certify import expected_length_and_distribution
+from solver.core.absorption import expected_length_and_distribution
 from solver.core.hurry import Hurried, fallback_marks
 from solver.core.solve import solve_from
 from solver.summary import play_from

@@ -56,7 +56,7 @@ def test_summary_of_a_cached_table_rebuilds_the_same_length(small_summary, tmp_p
 
 
 def test_played_graph_holds_what_optimal_play_reaches_and_gives_the_same_length(small_summary):
-    from solver.core.certify import expected_length_and_distribution
+    from solver.core.absorption import expected_length_and_distribution
     from solver.summary import played_graph, transition_graph
 
     table, summary = small_summary

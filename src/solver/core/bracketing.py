@@ -12,7 +12,7 @@ guarantees; the true value lies between them.
 - A cyclic component is cut out as a small game of its own whose exits are
   terminal outcomes paying `lower` (for P1's side) or `upper` (for P2's).
   A few Shapley sweeps give first values; then rounds of exact best responses
-  (`certify.best_response_values`) alternate with re-solving each side's stage
+  (`best_response.best_response_values`) alternate with re-solving each side's stage
   games aimed just past an estimate of the value, sweeps from the bounds found
   so far (`refine_by_best_responses`), until the bracket closes.
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .certify import best_response_values
+from .best_response import best_response_values
 from .graph import GameGraph, segment_positions
 from .stage import col_guarantee, matrix_game_kernel, row_guarantee
 from .shapley import certified_strategies, max_cells, shapley_sweeps, stage_matrix_kernel

@@ -46,7 +46,9 @@ import numpy as np
 
 from .boundary import Boundary
 from .bracketing import bracket_values, mirrors_strategies, payoffs_swap, seat_mirror
-from .certify import bellman_residual, best_response_values, chain_values, outcomes_and_ending_turns
+from .absorption import chain_values, outcomes_and_ending_turns
+from .best_response import best_response_values
+from .certify import bellman_residual
 from .components import strongly_connected_components
 from .result import PER_STATE_HURRY
 from .hurry import Exits, ScoredGuarantees, hurry, scored, scored_guarantees

@@ -12,7 +12,9 @@ from tqdm import tqdm
 
 from .boundary import Boundary
 from .bracketing import bracket_values, mirrors_strategies, seat_mirror
-from .certify import bellman_residual, best_response_values, outcomes_and_ending_turns
+from .absorption import outcomes_and_ending_turns
+from .best_response import best_response_values
+from .certify import bellman_residual
 from .components import strongly_connected_components
 from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
 from .hurry import Exits, hurry, scored, scored_guarantees
