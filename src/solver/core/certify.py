@@ -7,14 +7,12 @@ both.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .best_response import best_response_values
 from .graph import GameGraph
-from .shapley import bellman_residual as compiled_bellman_residual
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,27 +52,3 @@ def certify(graph: GameGraph, values: np.ndarray, row_strategy: np.ndarray, col_
         gap=p2 - p1,
     )
 
-
-# --------------------------------------------------------------------------
-# Bellman residual of claimed values.
-
-def bellman_residual(
-    graph: GameGraph,
-    values: np.ndarray,
-    solve: Callable[[np.ndarray], float | tuple] | None = None,
-) -> np.ndarray:
-    """|value of the stage matrix game built from `values` - values|, per state.
-
-    `solve(A)` returns the value of the matrix game A (row player maximises),
-    or a tuple starting with it. Without it, `solver.core.stage.matrix_game_kernel`
-    is used (compiled loop over all states).
-    """
-    values = np.ascontiguousarray(values, np.float64)
-    if solve is None:
-        return compiled_bellman_residual(graph, values)
-    out = np.empty(graph.num_states, np.float64)
-    for i in range(graph.num_states):
-        res = solve(graph.stage_matrix(i, values))
-        val = res[0] if isinstance(res, tuple) else res
-        out[i] = abs(float(val) - values[i])
-    return out

@@ -48,7 +48,6 @@ from .boundary import Boundary
 from .bracketing import bracket_values, mirrors_strategies, payoffs_swap, seat_mirror
 from .absorption import chain_values, outcomes_and_ending_turns
 from .best_response import best_response_values
-from .certify import bellman_residual
 from .components import strongly_connected_components
 from .result import PER_STATE_HURRY
 from .hurry import Exits, ScoredGuarantees, hurry, scored, scored_guarantees
@@ -56,6 +55,7 @@ from .graph import (
     GameGraph, GraphTooLargeError, offsets_of, sorted_contains, distinct_sorted, expansion_of, graph_of, merged_distinct,
     segment_positions,
 )
+from .shapley import bellman_residual
 
 
 WarmStart = Callable[[np.ndarray], np.ndarray]

@@ -14,13 +14,13 @@ from .boundary import Boundary
 from .bracketing import bracket_values, mirrors_strategies, seat_mirror
 from .absorption import outcomes_and_ending_turns
 from .best_response import best_response_values
-from .certify import bellman_residual
 from .components import strongly_connected_components
 from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
 from .hurry import Exits, hurry, scored, scored_guarantees
 from .layered import Layer, WarmStart, enumerate_by_rank, solve_layers
 from .protocol import StochasticGame
 from .result import SolveResult
+from .shapley import bellman_residual
 
 METHOD = (
     "components in dependency order; per cyclic component, alternating exact best responses "
