@@ -147,7 +147,7 @@ def scripted_rounds(monkeypatch, guarantees):
     def guarantee(graph, seat, strategy):
         return np.asarray(guarantees[seat][solved.count(seat) - 1], np.float64)
 
-    monkeypatch.setattr(bracketing, "certified_strategies", strategies)
+    monkeypatch.setattr(bracketing, "stage_strategies", strategies)
     monkeypatch.setattr(bracketing, "best_response_values", guarantee)
     monkeypatch.setattr(bracketing, "_anchor", middle)
     return bracketing.refine_by_best_responses(None, np.zeros(2)), targets, starts

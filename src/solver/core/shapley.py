@@ -4,7 +4,7 @@ residuals, and stage strategies that prefer ending the game.
 Reading each stage's optimal strategy off converged values is not enough in a
 cyclic game: where several actions keep the value (a won position in which
 Charge is as good as the winning blow, by the values), the loser can be
-allowed to stall forever. So `certified_strategies` takes, among the stage
+allowed to stall forever. So `stage_strategies` takes, among the stage
 strategies optimal for the values, the one best in the stage game whose
 continuation values (`preferred`, by default the values themselves) are
 discounted toward the unending payoff by `1 - discount_gap` per turn: it
@@ -147,7 +147,7 @@ def _strategies(
         col_strategy[col_ptr[i] : col_ptr[i + 1]] = y
 
 
-def certified_strategies(
+def stage_strategies(
     graph: GameGraph,
     values: np.ndarray,
     preferred: np.ndarray | None = None,
