@@ -324,20 +324,9 @@ def seat_mirror(
         return None
     if not np.array_equal(np.diff(graph.row_ptr), np.diff(graph.col_ptr)[twin]):
         return None
-    if not np.array_equal(graph.row_actions, _gather(graph.col_ptr, graph.col_actions, twin)):
+    if not np.array_equal(graph.row_actions, graph.col_actions[segment_positions(graph.col_ptr, twin)]):
         return None
     return twin.astype(np.int64)
-
-
-@numba.njit(cache=True)
-def _gather(ptr, items, order):
-    out = np.empty(items.shape[0], items.dtype)
-    k = 0
-    for t in order:
-        for j in range(ptr[t], ptr[t + 1]):
-            out[k] = items[j]
-            k += 1
-    return out
 
 
 def payoffs_swap(graph: GameGraph) -> bool:
