@@ -205,8 +205,12 @@ def test_p2_guarantees_are_mirrored_from_p1s_not_recomputed(monkeypatch):
         seats.append(seat)
         return real(graph, seat, strategy, guess)
 
+    rules = apply_overrides(RuleSet(), VARIANTS["a-star-and-a-ray"])
+    game = ChargeSparkGame(rules)
+    layers = enumerate_by_rank(game, [game.encode(initial_position(rules))])
+    # Only the layers are solved here: the whole-graph solve calls the same best responses.
     monkeypatch.setattr(layered_module, "best_response_values", counted)
-    game, _, layers, layered, _ = _both(VARIANTS["a-star-and-a-ray"])
+    layered = solve_layers(game, layers)
     # A layer of positions ahead for one seat has its twins in another layer (mirrored from
     # it, so not there yet): P2's best responses there are computed, elsewhere mirrored.
     twinned = {layer.twin_of for layer in layers if layer.twin_of is not None}
