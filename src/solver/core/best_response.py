@@ -345,8 +345,8 @@ def _br_run(
 
 
 def _br_big_component(
-    G, resp_is_row, fixed_w, sign, w_u, worst, ci, comp_ptr, comp_states, comp_of, loc, succ_ptr, succ,
-    in_k, witness, X, choice, stall, resp_w, term_vec, eps,
+    G, resp_is_row, fixed_w, sign, w_u, worst, comp_ptr, comp_states, comp_of, loc, succ_ptr, succ,
+    in_k, witness, X, choice, stall, resp_w, term_vec, ci, eps,
 ) -> None:
     """The same steps as `_br_run` for one component, with `fallback_solve`
     (when the iterative solve failed on it)."""
@@ -421,19 +421,18 @@ def best_response(
     resp_w = np.zeros_like(ones)
     ncomp = comp_ptr.shape[0] - 1
     warm = np.zeros(0) if guess is None else sign * np.ascontiguousarray(guess, np.float64)
+    shared = (  # what `_br_run` and `_br_big_component` both take first
+        G, resp_is_row, fixed_w, sign, w_u, worst, comp_ptr, comp_states, comp_of, loc, succ_ptr, succ,
+        in_k, witness, X, choice, stall, resp_w, term_vec,
+    )
     ci = 0
     while True:
         ci = _br_run(
-            G, resp_is_row, fixed_w, sign, w_u, worst, comp_ptr, comp_states, comp_of, loc, succ_ptr, succ,
-            in_k, witness, X, choice, stall, resp_w, term_vec, ci, linear_solve.DENSE_MAX, linear_solve.ITER_MAX, eps,
-            _VI_SWEEPS, _MAX_POLICY_ITERATIONS, warm,
+            *shared, ci, linear_solve.DENSE_MAX, linear_solve.ITER_MAX, eps, _VI_SWEEPS, _MAX_POLICY_ITERATIONS, warm,
         )
         if ci >= ncomp:
             break
-        _br_big_component(
-            G, resp_is_row, fixed_w, sign, w_u, worst, ci, comp_ptr, comp_states, comp_of, loc, succ_ptr, succ,
-            in_k, witness, X, choice, stall, resp_w, term_vec, eps,
-        )
+        _br_big_component(*shared, ci, eps)
         ci += 1
     return sign * X[:, 0] + 0.0, choice  # + 0.0: no -0.0 from the sign flip
 
