@@ -13,7 +13,7 @@ from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 from solver.core.bracketing import GAP_TOL, bracket_values, component_games, mirrors_strategies, seat_mirror
-from solver.core.certify import best_response_values
+from solver.core.best_response import best_response_values
 from solver.core.components import strongly_connected_components
 from solver.core.graph import build_graph, reachable_states
 from dict_game import LOSS, WIN, DictGame
@@ -147,7 +147,7 @@ def scripted_rounds(monkeypatch, guarantees):
     def guarantee(graph, seat, strategy):
         return np.asarray(guarantees[seat][solved.count(seat) - 1], np.float64)
 
-    monkeypatch.setattr(bracketing, "certified_strategies", strategies)
+    monkeypatch.setattr(bracketing, "stage_strategies", strategies)
     monkeypatch.setattr(bracketing, "best_response_values", guarantee)
     monkeypatch.setattr(bracketing, "_anchor", middle)
     return bracketing.refine_by_best_responses(None, np.zeros(2)), targets, starts

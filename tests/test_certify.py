@@ -1,4 +1,4 @@
-"""Tests for solver.core.components and solver.core.certify on hand-built and random GameGraphs."""
+"""Tests for solver.core.components, linear_solve, best_response, absorption and certify on hand-built and random GameGraphs."""
 
 from __future__ import annotations
 
@@ -10,18 +10,16 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-import solver.core.certify as certify_mod
-from solver.core.certify import (
-    best_response,
-    best_response_values,
-    bellman_residual,
-    certify,
-    expected_length_and_distribution,
+import solver.core.linear_solve as linear_solve_mod
+from solver.core.absorption import (
     chain_values,
+    expected_length_and_distribution,
     outcome_probabilities,
     outcomes_and_ending_turns,
-    pure_strategy,
 )
+from solver.core.best_response import best_response, best_response_values, pure_strategy
+from solver.core.certify import certify
+from solver.core.shapley import bellman_residual
 from solver.core.components import component_of, strongly_connected_components, successor_csr
 from solver.core.graph import GameGraph
 
@@ -388,15 +386,15 @@ def test_iterative_and_sparse_lu_paths_match_dense_path(seed, monkeypatch):
         return [best_response_values(g, 0, row), best_response_values(g, 1, col), *outcome_probabilities(g, row, col),
                 expected_length_and_distribution(g, row, col, 0, 50)[0]]
 
-    monkeypatch.setattr(certify_mod, "_DENSE_MAX", 10**9)  # every component by exact dense elimination
+    monkeypatch.setattr(linear_solve_mod, "DENSE_MAX", 10**9)  # every component by exact dense elimination
     dense = everything()
-    monkeypatch.setattr(certify_mod, "_DENSE_MAX", 0)  # every component by BiCGSTAB
+    monkeypatch.setattr(linear_solve_mod, "DENSE_MAX", 0)  # every component by BiCGSTAB
     iterative = everything()
-    monkeypatch.setattr(certify_mod, "_ITER_MAX", 0)  # BiCGSTAB "fails": exact dense fallback ...
-    monkeypatch.setattr(certify_mod, "_LU_FIRST", False)
+    monkeypatch.setattr(linear_solve_mod, "ITER_MAX", 0)  # BiCGSTAB "fails": exact dense fallback ...
+    monkeypatch.setattr(linear_solve_mod, "_LU_FIRST", False)
     gth = everything()
-    monkeypatch.setattr(certify_mod, "_LU_FIRST", True)  # ... or scipy's sparse LU with refinement
-    monkeypatch.setattr(certify_mod, "_GTH_MAX", 0)
+    monkeypatch.setattr(linear_solve_mod, "_LU_FIRST", True)  # ... or scipy's sparse LU with refinement
+    monkeypatch.setattr(linear_solve_mod, "_GTH_MAX", 0)
     sparse_lu = everything()
     for a, *others in zip(dense, iterative, gth, sparse_lu):
         for b in others:
@@ -427,12 +425,12 @@ def test_nearly_closed_components_stay_exact(length, exit_p, mode, monkeypatch):
     # Expected stay ~ length / exit_p turns: plain LU of I - P would be off by ~eps * that.
     if mode == "sparse LU" and exit_p < 1e-16:
         pytest.skip("the exit is below rounding: only the GTH elimination can see it")
-    settings = {"default": {}, "iterative": {"_DENSE_MAX": 0},
-                "fallback": {"_DENSE_MAX": 0, "_ITER_MAX": 0},  # sparse LU, dense GTH where it falls short
-                "dense fallback": {"_DENSE_MAX": 0, "_ITER_MAX": 0, "_LU_FIRST": False},
-                "sparse LU": {"_DENSE_MAX": 0, "_ITER_MAX": 0, "_GTH_MAX": 0}}[mode]
+    settings = {"default": {}, "iterative": {"DENSE_MAX": 0},
+                "fallback": {"DENSE_MAX": 0, "ITER_MAX": 0},  # sparse LU, dense GTH where it falls short
+                "dense fallback": {"DENSE_MAX": 0, "ITER_MAX": 0, "_LU_FIRST": False},
+                "sparse LU": {"DENSE_MAX": 0, "ITER_MAX": 0, "_GTH_MAX": 0}}[mode]
     for name, value in settings.items():
-        monkeypatch.setattr(certify_mod, name, value)
+        monkeypatch.setattr(linear_solve_mod, name, value)
     term, unend, values, actions = cycle_figures(cycle_with_tiny_exit(length, exit_p))
     np.testing.assert_allclose(term[:, 0], 1.0, atol=1e-14)
     np.testing.assert_allclose(unend, 0.0, atol=1e-14)
@@ -443,14 +441,14 @@ def test_nearly_closed_components_stay_exact(length, exit_p, mode, monkeypatch):
 def test_a_component_bicgstab_crawls_on_goes_to_sparse_lu_and_stays_exact(monkeypatch):
     # 500 states, expected stay 5e11 turns: far more than 300 BiCGSTAB steps.
     outcomes = []
-    solve = certify_mod._sparse_lu_solve
+    solve = linear_solve_mod._sparse_lu_solve
 
     def counted(*args):
         sol, outcome = solve(*args)
         outcomes.append(outcome)
         return sol, outcome
 
-    monkeypatch.setattr(certify_mod, "_sparse_lu_solve", counted)
+    monkeypatch.setattr(linear_solve_mod, "_sparse_lu_solve", counted)
     term, _, values, _ = cycle_figures(cycle_with_tiny_exit(500, 1e-9))
     assert outcomes and set(outcomes) == {"exact"}
     np.testing.assert_allclose(term[:, 0], 1.0, atol=1e-14)

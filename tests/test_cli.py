@@ -41,7 +41,7 @@ def test_query_json_has_every_documented_key():
 
 
 def test_query_expected_length_is_that_of_the_strategies_markov_chain():
-    from solver.core.certify import expected_length_and_distribution
+    from solver.core.absorption import expected_length_and_distribution
     from solver.core.solve import solve_from
 
     answer = json.loads(run("query", "start", *SMALL, "--json").stdout)

@@ -13,13 +13,12 @@ import pytest
 
 import solver.core.hurry as hurry_module
 import solver.core.layered as layered
-import solver.core.solve as solve_module
 from dict_game import LOSS, WIN, DictGame
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 from solver.analysis.stalls import median_length
-from solver.core.certify import expected_length_and_distribution
+from solver.core.absorption import expected_length_and_distribution
 from solver.core.hurry import Hurried, fallback_marks
 from solver.core.solve import solve_from
 from solver.core.play import play_from
@@ -89,8 +88,7 @@ def _keep_the_value_solves_choice(p1_graph, p2_graph, lower, upper, row, col, ex
 
 def _solve_start(overrides, monkeypatch=None, keep=False, eta=None):
     if keep:
-        monkeypatch.setattr(layered, "hurry", _keep_the_value_solves_choice)
-        monkeypatch.setattr(solve_module, "hurry", _keep_the_value_solves_choice)
+        monkeypatch.setattr(layered, "hurry", _keep_the_value_solves_choice)  # both solve paths hurry there
     if eta is not None:
         monkeypatch.setattr(hurry_module, "BUZZER", eta)
     rules = apply_overrides(RuleSet(), list(overrides))

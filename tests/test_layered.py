@@ -106,7 +106,7 @@ def test_values_agree_with_the_whole_graph_solve(solved_both_ways):
 def test_composed_certificate_matches_global_best_responses(solved_both_ways):
     # The per-rank guarantees, each composed with the guarantees of the states
     # it exits to, equal a best response computed over the whole graph.
-    from solver.core.certify import best_response_values
+    from solver.core.best_response import best_response_values
 
     game, _, _, layered, _ = solved_both_ways
     graph = build_graph(game, layered.states)
@@ -125,7 +125,7 @@ def test_composed_outcome_probabilities_and_length_match_the_whole_chain(solved_
     # Each rank's exits carry the outcome chances and ending turns of where they
     # lead (the seat-swapped ranks their twins', seats swapped): composed, they
     # are those of the strategies' Markov chain over the whole graph.
-    from solver.core.certify import outcomes_and_ending_turns
+    from solver.core.absorption import outcomes_and_ending_turns
 
     game, _, _, layered, _ = solved_both_ways
     graph = build_graph(game, layered.states)
@@ -205,8 +205,12 @@ def test_p2_guarantees_are_mirrored_from_p1s_not_recomputed(monkeypatch):
         seats.append(seat)
         return real(graph, seat, strategy, guess)
 
+    rules = apply_overrides(RuleSet(), VARIANTS["a-star-and-a-ray"])
+    game = ChargeSparkGame(rules)
+    layers = enumerate_by_rank(game, [game.encode(initial_position(rules))])
+    # Only the layers are solved here: the whole-graph solve calls the same best responses.
     monkeypatch.setattr(layered_module, "best_response_values", counted)
-    game, _, layers, layered, _ = _both(VARIANTS["a-star-and-a-ray"])
+    layered = solve_layers(game, layers)
     # A layer of positions ahead for one seat has its twins in another layer (mirrored from
     # it, so not there yet): P2's best responses there are computed, elsewhere mirrored.
     twinned = {layer.twin_of for layer in layers if layer.twin_of is not None}

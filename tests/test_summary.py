@@ -58,7 +58,7 @@ def test_summary_of_a_cached_table_rebuilds_the_same_length(small_summary, tmp_p
 
 def test_play_holds_what_optimal_play_reaches_and_gives_the_whole_graphs_length(small_summary):
     from rules.charge_spark.game import ChargeSparkGame
-    from solver.core.certify import expected_length_and_distribution
+    from solver.core.absorption import expected_length_and_distribution
     from solver.core.graph import build_graph
     from solver.core.play import play_from
 

@@ -71,7 +71,7 @@ def summarise_from(
     pmf = np.zeros(0)
     if max_turns > 0:
         # Imported here: it loads the compiler, which following play over a small stored table does without.
-        from .core.certify import length_distribution
+        from .core.absorption import length_distribution
 
         play = play or play_from(game, result, start)
         ones = play.strategy

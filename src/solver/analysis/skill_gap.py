@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.certify import best_response, outcome_probabilities, pure_strategy
+from ..core.absorption import outcome_probabilities
+from ..core.best_response import best_response, pure_strategy
 from ..core.graph import GameGraph, segment_positions
 from ..core.outcome import Outcome, Seat, won_by
 from ..core.protocol import StochasticGame

@@ -330,7 +330,7 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def length_pmf(chain: StallChain, turns: int = LENGTH_TURNS) -> np.ndarray:
     """pmf[t - 1] = P(the game ends at turn t), t = 1..`turns`: the state
-    probabilities propagated turn by turn (exact, as `certify.length_distribution`)."""
+    probabilities propagated turn by turn (exact, as `absorption.length_distribution`)."""
     mass = np.zeros(chain.transition.shape[0])
     mass[chain.start] = 1.0
     backward = chain.transition.T  # a view: a copy would double the chain's memory

@@ -12,7 +12,7 @@ guarantees; the true value lies between them.
 - A cyclic component is cut out as a small game of its own whose exits are
   terminal outcomes paying `lower` (for P1's side) or `upper` (for P2's).
   A few Shapley sweeps give first values; then rounds of exact best responses
-  (`certify.best_response_values`) alternate with re-solving each side's stage
+  (`best_response.best_response_values`) alternate with re-solving each side's stage
   games aimed just past an estimate of the value, sweeps from the bounds found
   so far (`refine_by_best_responses`), until the bracket closes.
 
@@ -32,10 +32,10 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .certify import best_response_values
+from .best_response import best_response_values
 from .graph import GameGraph, segment_positions
+from .shapley import max_cells, shapley_sweeps, stage_matrix_kernel, stage_strategies
 from .stage import col_guarantee, matrix_game_kernel, row_guarantee
-from .shapley import certified_strategies, max_cells, shapley_sweeps, stage_matrix_kernel
 
 GAP_TOL = 2e-11  # a cyclic component is done when its widest bracket is this narrow ...
 NUDGE = 5e-12  # ... which twice the nudge (each side aims this far past the value) must undercut
@@ -254,8 +254,8 @@ def refine_by_best_responses(
     side's best strategy and its guarantees.
     """
     p1_graph, p2_graph = graph, p2_graph or graph
-    row = certified_strategies(p1_graph, values, side=0)[0]
-    col = certified_strategies(p2_graph, values, side=1)[1]
+    row = stage_strategies(p1_graph, values, side=0)[0]
+    col = stage_strategies(p2_graph, values, side=1)[1]
     best: tuple[tuple, tuple] | None = None  # each side's best (strategy, guarantee) so far
     gap, best_bad, stalled = np.inf, np.inf, 0
     for rounds in range(1, max_rounds + 1):
@@ -278,8 +278,8 @@ def refine_by_best_responses(
         bound_low = round_low if rounds == 1 else np.maximum(bound_low, round_low)
         bound_high = round_high if rounds == 1 else np.minimum(bound_high, round_high)
         anchor = _anchor(p1_graph, p2_graph, bound_low, bound_high)
-        row = certified_strategies(p1_graph, np.maximum(bound_low, anchor - nudge), lower, side=0)[0]
-        col = certified_strategies(p2_graph, np.minimum(bound_high, anchor + nudge), upper, side=1)[1]
+        row = stage_strategies(p1_graph, np.maximum(bound_low, anchor - nudge), lower, side=0)[0]
+        col = stage_strategies(p2_graph, np.minimum(bound_high, anchor + nudge), upper, side=1)[1]
     return best[0][0], best[1][0], lower, upper, rounds
 
 
@@ -324,20 +324,9 @@ def seat_mirror(
         return None
     if not np.array_equal(np.diff(graph.row_ptr), np.diff(graph.col_ptr)[twin]):
         return None
-    if not np.array_equal(graph.row_actions, _gather(graph.col_ptr, graph.col_actions, twin)):
+    if not np.array_equal(graph.row_actions, graph.col_actions[segment_positions(graph.col_ptr, twin)]):
         return None
     return twin.astype(np.int64)
-
-
-@numba.njit(cache=True)
-def _gather(ptr, items, order):
-    out = np.empty(items.shape[0], items.dtype)
-    k = 0
-    for t in order:
-        for j in range(ptr[t], ptr[t + 1]):
-            out[k] = items[j]
-            k += 1
-    return out
 
 
 def payoffs_swap(graph: GameGraph) -> bool:

@@ -20,7 +20,7 @@ the side that is not forced to mix ends them at once.
 The buzzer game is discounted (a contraction), so it has a value and
 stationary optimal strategies. They are found by strategy iteration from the
 value solve's strategy: the stalling opponent's exact best response
-(`certify`) evaluates a strategy, a Gauss-Seidel sweep of stage tie-break LPs
+(`best_response`) evaluates a strategy, a Gauss-Seidel sweep of stage tie-break LPs
 (`stage`) among those optimal strategies improves it, until no
 strategy changes (or a round gains less than a hundredth of a turn). The
 buzzer values of a game's exits (higher ranks) are final before it is
@@ -45,7 +45,7 @@ from dataclasses import dataclass, replace
 import numba
 import numpy as np
 
-from .certify import best_response_values
+from .best_response import best_response_values
 from .graph import GameGraph, segment_positions
 from .shapley import max_cells, stage_matrix_kernel
 from .stage import col_guarantee, make_workspace, matrix_game_tiebreak_kernel_ws, row_guarantee

@@ -44,16 +44,18 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from .absorption import chain_values, outcomes_and_ending_turns
+from .best_response import best_response_values
 from .boundary import Boundary
 from .bracketing import bracket_values, mirrors_strategies, payoffs_swap, seat_mirror
-from .certify import bellman_residual, best_response_values, chain_values, outcomes_and_ending_turns
 from .components import strongly_connected_components
-from .result import PER_STATE_HURRY
-from .hurry import Exits, ScoredGuarantees, hurry, scored, scored_guarantees
 from .graph import (
     GameGraph, GraphTooLargeError, offsets_of, sorted_contains, distinct_sorted, expansion_of, graph_of, merged_distinct,
     segment_positions,
 )
+from .hurry import Exits, ScoredGuarantees, hurry, scored, scored_guarantees
+from .result import PER_STATE_HURRY
+from .shapley import bellman_residual
 
 
 WarmStart = Callable[[np.ndarray], np.ndarray]
@@ -247,6 +249,11 @@ class LayerGraph:
     exits: np.ndarray
     exit_labels: tuple[str, ...] = ()
 
+    @classmethod
+    def whole(cls, graph: GameGraph) -> "LayerGraph":
+        """A whole game, as a part of itself with no exits."""
+        return cls(graph, np.zeros(0, np.int64))
+
 
 def layer_graph(game, states: np.ndarray, all_states: np.ndarray, chunk: int = 1 << 16) -> LayerGraph:
     expansion = expansion_of(game, states, chunk)
@@ -322,6 +329,16 @@ class ExitFigures:
     hurried_guarantees: tuple[np.ndarray, np.ndarray]  # each side's, playing the hurried strategies
     twin_p1_guarantee: np.ndarray | None = None  # P1's guarantee at each exit's seat-swapped twin
 
+    @classmethod
+    def none(cls, terminals: int) -> "ExitFigures":
+        """The figures of no exits, for a whole game with `terminals` outcomes
+        (its twins' figures are known: there are none)."""
+        empty = np.zeros(0)
+        return cls(
+            empty, empty, empty, np.zeros((0, terminals + 1)), empty, (empty, empty),
+            ScoredGuarantees(empty, empty, empty, empty), (empty, empty), twin_p1_guarantee=empty,
+        )
+
 
 MIRROR_TOL = 1e-14
 """Exits count as mirrored when P2's guarantee at each is within this of what
@@ -350,33 +367,62 @@ class LayerSolution:
 def solve_layer(
     layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures, warm: np.ndarray | None = None,
 ) -> LayerSolution:
-    """One layer, its exits paying what `exits` says: strategies by `bracket_values`
-    (from the first estimates `warm`, per state, if given: see there), then the
-    certificate recomputed independently of the bracket's bookkeeping (each
-    side's exact guarantee, composed with those of the exits), the Bellman
-    residual and the outcome probabilities. A layer where neither side has a
-    choice (both follow fixed policies) is a Markov chain: solved as one."""
+    """One layer, its exits paying what `exits` says: `solve_part`, except that
+    a layer where neither side has a choice (both follow fixed policies) is a
+    Markov chain, solved as one."""
     if _no_choices(layer.graph):
         return _solve_chain_layer(layer, exits)
-    p1_graph = with_exit_payoffs(layer, exits.p1_guarantee)
-    p2_pay = np.concatenate([layer.graph.terminal_payoff, exits.p2_guarantee])
+    return solve_part(layer, exits, mirror, warm)
+
+
+def solve_part(
+    part: LayerGraph, exits: ExitFigures, mirror: np.ndarray | None, warm: np.ndarray | None = None, *,
+    progress: Callable[[int], None] | None = None, guess: bool = True, timings: dict[str, float] | None = None,
+) -> LayerSolution:
+    """Solve and certify a part of a game whose exits pay what `exits` says (a
+    rank cut out of a game, or a whole game: `LayerGraph.whole` with
+    `ExitFigures.none`).
+
+    Strategies by `bracket_values` (from the first estimates `warm`, per
+    state, if given; `progress` and `mirror` as there), then the certificate
+    recomputed independently of the bracket's bookkeeping: each side's exact
+    guarantee, composed with those of the exits (P2's mirrored from P1's
+    where the part, its exits and its strategies mirror between the seats);
+    then hurried strategies and their guarantees, the Bellman residual and
+    the outcome probabilities (`_hurried_solution`).
+
+    `guess`: each side's best response starts from the bracket's guarantee,
+    which only changes how soon it settles (see `best_response`); False
+    starts it from scratch. `timings`, if given, gains the seconds spent on
+    the bracket ("solve"), on the certificate ("certify") and on the rest
+    ("hurry")."""
+    start = time.perf_counter()
+    p1_graph = with_exit_payoffs(part, exits.p1_guarantee)
+    p2_pay = np.concatenate([part.graph.terminal_payoff, exits.p2_guarantee])
     bracket = bracket_values(
-        p1_graph, strongly_connected_components(p1_graph), mirror=mirror, p2_terminal_payoff=p2_pay, warm=warm,
+        p1_graph, strongly_connected_components(p1_graph), progress=progress, mirror=mirror,
+        p2_terminal_payoff=p2_pay, warm=warm,
     )
     row, col = bracket.row_strategy, bracket.col_strategy
-    clock = time.perf_counter()
-    # Started from the bracket's guarantees (only a starting point: the answer does not depend on it).
-    low = best_response_values(p1_graph, 0, row, bracket.lower)
-    p2_graph = with_exit_payoffs(layer, exits.p2_guarantee)
-    if _mirrored(layer, mirror, exits, row, col):
+    bracketed = time.perf_counter()
+    low = best_response_values(p1_graph, 0, row, bracket.lower if guess else None)
+    p2_graph = with_exit_payoffs(part, exits.p2_guarantee)
+    if _mirrored(part, mirror, exits, row, col):
         # P2's strategies are P1's seen from the other seat, and so are the exits' figures:
         # P2's best response at a state is P1's at its twin, with the seats swapped.
-        high = 2.0 * layer.graph.unending_payoff - low[mirror]
+        high = 2.0 * part.graph.unending_payoff - low[mirror]
     else:
-        high = best_response_values(p2_graph, 1, col, bracket.upper)
+        high = best_response_values(p2_graph, 1, col, bracket.upper if guess else None)
     middle = np.clip(0.5 * (bracket.lower + bracket.upper), low, np.maximum(low, high))
-    return _hurried_solution(layer, exits, mirror, p1_graph, p2_graph, low, high, middle, row, col,
-                             int(bracket.rounds.sum()), clock)
+    certified = time.perf_counter()
+    solution = _hurried_solution(
+        part, exits, mirror, p1_graph, p2_graph, low, high, middle, row, col, int(bracket.rounds.sum()), bracketed,
+    )
+    if timings is not None:
+        for phase, seconds in (("solve", bracketed - start), ("certify", certified - bracketed),
+                               ("hurry", time.perf_counter() - certified)):
+            timings[phase] = timings.get(phase, 0.0) + seconds
+    return solution
 
 
 def _hurried_solution(

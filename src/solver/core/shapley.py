@@ -4,7 +4,7 @@ residuals, and stage strategies that prefer ending the game.
 Reading each stage's optimal strategy off converged values is not enough in a
 cyclic game: where several actions keep the value (a won position in which
 Charge is as good as the winning blow, by the values), the loser can be
-allowed to stall forever. So `certified_strategies` takes, among the stage
+allowed to stall forever. So `stage_strategies` takes, among the stage
 strategies optimal for the values, the one best in the stage game whose
 continuation values (`preferred`, by default the values themselves) are
 discounted toward the unending payoff by `1 - discount_gap` per turn: it
@@ -13,6 +13,8 @@ guarantee as `preferred`, the follow-up already known to convert.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numba
 import numpy as np
@@ -92,13 +94,28 @@ def _residuals(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal
     return residual
 
 
-def bellman_residual(graph: GameGraph, values: np.ndarray) -> np.ndarray:
-    """|value of the stage game built from `values` - values|, per state."""
-    return _residuals(
-        graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr, graph.out_next,
-        graph.out_prob, graph.terminal_payoff, graph.unending_payoff,
-        np.ascontiguousarray(values, dtype=np.float64), max_cells(graph),
-    )
+def bellman_residual(
+    graph: GameGraph, values: np.ndarray, solve: Callable[[np.ndarray], float | tuple] | None = None,
+) -> np.ndarray:
+    """|value of the stage game built from `values` - values|, per state.
+
+    By default the stage games are solved by the compiled kernel
+    (`stage.matrix_game_kernel`) in one loop over all states. `solve(A)`,
+    if given, is used instead: it returns the value of the matrix game A (row
+    player maximises), or a tuple starting with it (a reference solver to
+    check the kernel against)."""
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    if solve is None:
+        return _residuals(
+            graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr, graph.out_next,
+            graph.out_prob, graph.terminal_payoff, graph.unending_payoff, values, max_cells(graph),
+        )
+    out = np.empty(graph.num_states, np.float64)
+    for i in range(graph.num_states):
+        res = solve(graph.stage_matrix(i, values))
+        val = res[0] if isinstance(res, tuple) else res
+        out[i] = abs(float(val) - values[i])
+    return out
 
 
 def max_cells(graph: GameGraph) -> int:
@@ -130,7 +147,7 @@ def _strategies(
         col_strategy[col_ptr[i] : col_ptr[i + 1]] = y
 
 
-def certified_strategies(
+def stage_strategies(
     graph: GameGraph,
     values: np.ndarray,
     preferred: np.ndarray | None = None,

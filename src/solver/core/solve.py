@@ -10,16 +10,13 @@ import numpy as np
 from tqdm import tqdm
 
 from .boundary import Boundary
-from .bracketing import bracket_values, mirrors_strategies, seat_mirror
-from .certify import bellman_residual, best_response_values, outcomes_and_ending_turns
-from .components import strongly_connected_components
+from .bracketing import seat_mirror
 from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
-from .hurry import Exits, hurry, scored, scored_guarantees
-from .layered import Layer, WarmStart, enumerate_by_rank, solve_layers
+from .layered import ExitFigures, Layer, LayerGraph, WarmStart, enumerate_by_rank, solve_layers, solve_part
 from .outcome import terminal_outcomes
 from .protocol import StochasticGame
 from . import resources
-from .resources import GRAPH_BYTES_PER_STATE, LAYERED_BYTES_PER_STATE, bytes_per_state
+from .resources import GRAPH_BYTES_PER_STATE, bytes_per_state
 from .result import SolveResult
 
 METHOD = (
@@ -212,62 +209,43 @@ def _solve_graph(
     warm: WarmStart | None = None,
 ) -> SolveResult:
     clock = time.perf_counter()
-    components = strongly_connected_components(graph)
     with tqdm(
         desc="solving", total=graph.num_states, unit=" states", delay=1.0,
         disable=not show_progress,
     ) as bar:
         mirror = seat_mirror(graph, game.swap(graph.states))
         first = warm(graph.states) if warm is not None else None
-        bracket = bracket_values(graph, components, progress=bar.update, mirror=mirror, warm=first)
-    timings["solve"] = time.perf_counter() - clock
-
-    # The certificate is recomputed over the whole graph, independently of the
-    # per-component bookkeeping that produced the strategies.
-    clock = time.perf_counter()
-    row, col = bracket.row_strategy, bracket.col_strategy
-    lower = best_response_values(graph, 0, row)
-    if mirror is not None and mirrors_strategies(graph, mirror, row, col):
-        upper = 2.0 * graph.unending_payoff - lower[mirror]  # P2's best response is P1's at the twin
-    else:
-        upper = best_response_values(graph, 1, col)
-    values = np.clip(0.5 * (bracket.lower + bracket.upper), lower, np.maximum(lower, upper))
-    timings["certify"] = time.perf_counter() - clock
-
-    clock = time.perf_counter()
-    hurried = hurry(graph, graph, lower, upper, row, col, Exits.none(graph.terminal_payoff.shape[0]), mirror)
-    row, col = hurried.row_strategy, hurried.col_strategy
-    lower, upper = hurried.p1_guarantee, hurried.p2_guarantee
-    total = 2.0 * graph.unending_payoff
-    games = (scored(graph, 0.0), scored(graph, total))
-    strict = scored_guarantees(games, games, row, col, mirror)
-    residual = bellman_residual(graph, values)
-    terminal, unending, turns = outcomes_and_ending_turns(graph, row, col, terminal_turns=np.zeros(len(graph.terminal_payoff)))
-    timings["hurry"] = time.perf_counter() - clock
-
+        timings["solve"] = time.perf_counter() - clock
+        # The whole game is a part with no exits. Its certificate's best responses start from
+        # scratch: a start only changes how soon they settle, up to policy iteration's tolerance,
+        # and the figures of a whole-graph solve stay exactly those it always gave.
+        done = solve_part(
+            LayerGraph.whole(graph), ExitFigures.none(graph.terminal_payoff.shape[0]), mirror, first,
+            progress=bar.update, guess=False, timings=timings,
+        )
     return SolveResult(
         states=graph.states,
         row_ptr=graph.row_ptr,
         row_actions=graph.row_actions,
         col_ptr=graph.col_ptr,
         col_actions=graph.col_actions,
-        values=values,
-        row_strategy=row,
-        col_strategy=col,
-        terminal_probability=terminal,
-        unending_probability=unending,
-        ending_turns=turns,
-        p1_guarantee=lower,
-        p2_guarantee=upper,
-        p1_buzzer=hurried.p1_buzzer,
-        p2_buzzer=hurried.p2_buzzer,
-        p1_guarantee_u0=strict.p1_u0,
-        p2_guarantee_u0=strict.p2_u0,
-        p1_guarantee_u1=strict.p1_u1,
-        p2_guarantee_u1=strict.p2_u1,
-        fallback=hurried.fallback,
+        values=done.middle,
+        row_strategy=done.row_strategy,
+        col_strategy=done.col_strategy,
+        terminal_probability=done.terminal_probability,
+        unending_probability=done.unending_probability,
+        ending_turns=done.ending_turns,
+        p1_guarantee=done.p1_guarantee,
+        p2_guarantee=done.p2_guarantee,
+        p1_buzzer=done.buzzer[0],
+        p2_buzzer=done.buzzer[1],
+        p1_guarantee_u0=done.scored.p1_u0,
+        p2_guarantee_u0=done.scored.p2_u0,
+        p1_guarantee_u1=done.scored.p1_u1,
+        p2_guarantee_u1=done.scored.p2_u1,
+        fallback=done.fallback,
         **_outcome_labels(game),  # the graph's terminals are the game's
-        bellman_residual=float(residual.max(initial=0.0)),
+        bellman_residual=done.bellman_residual,
         method=METHOD,
         timings=timings,
         graph=graph,
