@@ -1,15 +1,23 @@
-"""The plain baseline: Shapley value iteration over all states, one scipy LP per stage.
+"""Plain references the fast paths are checked against: slow, simple, obviously right.
 
-No component ordering, no compiled kernel: every sweep solves every state's
-stage game with `linprog`. It is slow on purpose-free grounds (it is what the
-fast path must agree with and beat), so keep it simple and obviously right.
+- `reference_values`: Shapley value iteration over all states, one scipy LP
+  per stage, no component ordering, no compiled kernel (what the fast solve
+  must agree with and beat).
+- `skill_gap`: the skill gap of policies on a whole game graph, where
+  `analysis.skill_gap.table_skill_gap` solves policy games rank by rank.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from collections.abc import Sequence
+
+from solver.analysis.skill_gap import PolicyResult
+from solver.core.absorption import outcome_probabilities
+from solver.core.best_response import best_response, pure_strategy
 from solver.core.graph import GameGraph
+from solver.core.outcome import Outcome, Seat, won_by
 from solver.core.stage import solve_matrix_game_lp
 
 
@@ -32,3 +40,28 @@ def reference_values(
         if change <= tol:
             return values, sweep
     return values, max_sweeps
+
+
+def skill_gap(
+    graph: GameGraph, outcomes: Sequence[Outcome], start: int, row_optimal: np.ndarray, col_optimal: np.ndarray,
+    policies: dict[str, tuple[np.ndarray, np.ndarray]],
+) -> list[PolicyResult]:
+    """`outcomes`: the graph's terminal outcomes; `policies`: name -> (the
+    policy as P1's strategy array, as P2's)."""
+    p1_wins = won_by(outcomes, Seat.P1)
+
+    def p1_win(row: np.ndarray, col: np.ndarray) -> float:
+        terminal, _ = outcome_probabilities(graph, row, col)
+        return float(terminal[start, p1_wins].sum())
+
+    results = []
+    for name, (as_p1, as_p2) in policies.items():
+        values, replies = best_response(graph, Seat.P1, as_p1)
+        results.append(PolicyResult(
+            name=name,
+            win_vs_optimal=p1_win(as_p1, col_optimal),
+            win_vs_best_response=p1_win(as_p1, pure_strategy(graph, Seat.P2, replies)),
+            value_vs_best_response=float(values[start]),
+            optimal_win_vs_policy=p1_win(row_optimal, as_p2),
+        ))
+    return results

@@ -20,11 +20,12 @@ from solver.analysis.policy_play import PolicyPlay, play_figures, table_policy
 from solver.analysis.positions import annotated_positions
 from solver.analysis.restricted import RestrictedJob, WithoutRowAction, value_without
 from solver.analysis.sensitivity import longer_board, sensitivity_variants, shorter_board, summary_from
-from solver.analysis.skill_gap import greedy_policy, play_mirrors, skill_gap, table_skill_gap, uniform_policy
+from solver.analysis.skill_gap import greedy_policy, play_mirrors, table_skill_gap, uniform_policy
 from solver.analysis.usage import CardStatus, card_usage, statuses, table_card_usage
 from solver.report.charts import bar_chart, heat_map, nice_ticks
 from solver.core.graph import build_graph
 from solver.core.solve import solve_from
+from reference import skill_gap
 from solver.core.play import play_from
 from solver.tables import SolvedTable
 

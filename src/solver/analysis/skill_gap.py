@@ -1,9 +1,9 @@
 """Skill gap: how simple policies fare against optimal play and against the
 best response to them (exact outcome probabilities, no sampling).
 
-`skill_gap` works on a whole game graph (small games; the reference);
 `table_skill_gap` solves games in which the policies are played as chance
-(`policy_play`), rank by rank, so it needs no graph of the whole game.
+(`policy_play`), rank by rank, so it needs no graph of the whole game (the
+whole-graph reference it is checked against is in `tests/reference.py`).
 
 In a game symmetric between seats, from a start that is its own twin, optimal
 play as P1 against a policy as P2 is the mirror image of the policy as P1
@@ -18,10 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.absorption import outcome_probabilities
-from ..core.best_response import best_response, pure_strategy
-from ..core.graph import GameGraph, segment_positions
-from ..core.outcome import Outcome, Seat, won_by
+from ..core.graph import segment_positions
+from ..core.outcome import Seat
 from ..core.protocol import StochasticGame
 from ..core.result import SolveResult
 from .policy_play import PlayFigures, Policy, PolicyPlay, table_policy
@@ -67,31 +65,6 @@ class PolicyResult:
     """What P2's best response holds the policy to (payoff to P1)."""
     optimal_win_vs_policy: float
     """P(P1 wins) playing its reported optimal strategy against the policy as P2."""
-
-
-def skill_gap(
-    graph: GameGraph, outcomes: Sequence[Outcome], start: int, row_optimal: np.ndarray, col_optimal: np.ndarray,
-    policies: dict[str, tuple[np.ndarray, np.ndarray]],
-) -> list[PolicyResult]:
-    """`outcomes`: the graph's terminal outcomes; `policies`: name -> (the
-    policy as P1's strategy array, as P2's)."""
-    p1_wins = won_by(outcomes, Seat.P1)
-
-    def p1_win(row: np.ndarray, col: np.ndarray) -> float:
-        terminal, _ = outcome_probabilities(graph, row, col)
-        return float(terminal[start, p1_wins].sum())
-
-    results = []
-    for name, (as_p1, as_p2) in policies.items():
-        values, replies = best_response(graph, Seat.P1, as_p1)
-        results.append(PolicyResult(
-            name=name,
-            win_vs_optimal=p1_win(as_p1, col_optimal),
-            win_vs_best_response=p1_win(as_p1, pure_strategy(graph, Seat.P2, replies)),
-            value_vs_best_response=float(values[start]),
-            optimal_win_vs_policy=p1_win(row_optimal, as_p2),
-        ))
-    return results
 
 
 def solves_per_policy(mirrored: bool) -> int:
