@@ -9,9 +9,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from collections.abc import Sequence
+
+import numpy as np
 
 from solver.analysis.skill_gap import PolicyResult
 from solver.core.absorption import outcome_probabilities

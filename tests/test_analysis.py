@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from reference import skill_gap
 from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import held_bonus_counts, initial_position
 from solver.analysis.card_status import card_flags
-from solver.core.chain import chain_of_play, expected_visits, play_chain
 from solver.analysis.draws import draw_values, table_draw_values
 from solver.analysis.policy_play import PolicyPlay, play_figures, table_policy
 from solver.analysis.positions import annotated_positions
@@ -22,11 +22,11 @@ from solver.analysis.restricted import RestrictedJob, WithoutRowAction, value_wi
 from solver.analysis.sensitivity import longer_board, sensitivity_variants, shorter_board, summary_from
 from solver.analysis.skill_gap import greedy_policy, play_mirrors, table_skill_gap, uniform_policy
 from solver.analysis.usage import CardStatus, card_usage, statuses, table_card_usage
-from solver.report.charts import bar_chart, heat_map, nice_ticks
+from solver.core.chain import chain_of_play, expected_visits, play_chain
 from solver.core.graph import build_graph
-from solver.core.solve import solve_from
-from reference import skill_gap
 from solver.core.play import play_from
+from solver.core.solve import solve_from
+from solver.report.charts import bar_chart, heat_map, nice_ticks
 from solver.tables import SolvedTable
 
 TINY = ["board=S*M", "health=1", "battery_tiles=2", "disc_tiles=2", "bonus_cards=ray,copy"]
@@ -302,7 +302,7 @@ def test_skill_gap_by_policy_games_equals_the_whole_graphs(solved):
     for mirrored, solves in ((False, 6), (True, 4)):
         labels = []
 
-        def play(label, policy_game):
+        def play(label, policy_game, labels=labels):
             labels.append(label)
             return play_figures(policy_game, code, show_progress=False)
 

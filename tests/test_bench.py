@@ -6,13 +6,13 @@ import time
 
 import numpy as np
 
+from reference import reference_values
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 from solver.bench import bench_buzzer_invariance, bench_full_game, bench_stage_kernel, jacobi_sweeps_needed
-from solver.core.solve import solve_from
 from solver.core.graph import build_graph, reachable_states
-from reference import reference_values
+from solver.core.solve import solve_from
 
 
 def test_compiled_jacobi_needs_as_many_sweeps_as_the_plain_baseline():

@@ -14,11 +14,11 @@ from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
 from rules.charge_spark.state import initial_position
-from solver.storage import TABLE_FORMAT
-from solver.core.boundary import Boundary
-from solver.core.table_file import table_path
 from solver.cli import main
+from solver.core.boundary import Boundary
 from solver.core.solve import solve_from
+from solver.core.table_file import table_path
+from solver.storage import TABLE_FORMAT
 from solver.tables import solved_table
 
 # Health 2, so that P1 can start one Health down; a star, two bonus cards; solved in about a second.

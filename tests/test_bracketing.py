@@ -4,22 +4,22 @@ and games with only epsilon-optimal strategies still close their bracket."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
 
+from dict_game import LOSS, WIN, DictGame
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver.core.bracketing import GAP_TOL, bracket_values, component_games, mirrors_strategies, seat_mirror
 from solver.core.best_response import best_response_values
+from solver.core.bracketing import GAP_TOL, bracket_values, component_games, mirrors_strategies, seat_mirror
 from solver.core.components import strongly_connected_components
 from solver.core.graph import build_graph, reachable_states
-from dict_game import LOSS, WIN, DictGame
 
 
-@lru_cache(maxsize=None)
+@cache
 def variant_graph(*overrides):
     rules = apply_overrides(RuleSet(), list(overrides))
     game = ChargeSparkGame(rules)

@@ -12,7 +12,7 @@ import textwrap
 import time
 import zipfile
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -20,17 +20,17 @@ import pytest
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver.storage import TABLE_FORMAT
-from solver.core import table_file as cache
-from solver.core.table_file import DamagedTableError, load_table, quarantine, save_table, table_path
+from solver.core import table_file
 from solver.core.outcome import terminal_outcomes
 from solver.core.result import ARRAY_FIELDS
 from solver.core.solve import solve_from
+from solver.core.table_file import DamagedTableError, load_table, quarantine, save_table, table_path
+from solver.storage import TABLE_FORMAT
 
 SMALL = ["board=SM", "health=1", "bonus_cards="]
 
 
-@lru_cache(maxsize=None)
+@cache
 def small_solve():
     rules = apply_overrides(RuleSet(), SMALL)
     game = ChargeSparkGame(rules)
@@ -155,14 +155,14 @@ def test_failed_write_leaves_the_old_table_and_no_temporary(saved, monkeypatch):
     path, key, *_ = saved
     before = path.read_bytes()
 
-    chunks = cache.byte_chunks
+    chunks = table_file.byte_chunks
 
     def interrupted_after_some_arrays(a):
         if a.size > 100:  # the first large array: several have already been written
             raise KeyboardInterrupt
         yield from chunks(a)
 
-    monkeypatch.setattr(cache, "byte_chunks", interrupted_after_some_arrays)
+    monkeypatch.setattr(table_file, "byte_chunks", interrupted_after_some_arrays)
     with pytest.raises(KeyboardInterrupt):
         save_table(path, small_solve()[3], key, fmt=TABLE_FORMAT)
     assert path.read_bytes() == before

@@ -19,9 +19,9 @@ from solver.core.absorption import (
 )
 from solver.core.best_response import best_response, best_response_values, pure_strategy
 from solver.core.certify import certify
-from solver.core.shapley import bellman_residual
 from solver.core.components import component_of, strongly_connected_components, successor_csr
 from solver.core.graph import GameGraph
+from solver.core.shapley import bellman_residual
 
 # --------------------------------------------------------------------------
 # Builders.

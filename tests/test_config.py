@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from rules.charge_spark.cards import BONUS_CARDS, Card
 from rules.charge_spark.config import (
-    RuleSet,
     RulesError,
+    RuleSet,
     apply_overrides,
     canonical_mapping,
     fingerprint,

@@ -120,9 +120,9 @@ def test_solve_openspiel_command_prints_value_and_first_matrix():
 def test_charge_spark_as_an_openspiel_game_matches_openspiel_value_iteration():
     pyspiel = pytest.importorskip("pyspiel", reason="the crosscheck extra (open-spiel) is not installed")
     pytest.importorskip("cvxpy", reason="OpenSpiel's value iteration needs cvxpy (crosscheck extra)")
-    import rules.charge_spark.openspiel_game  # noqa: F401 - registers the game
     from open_spiel.python.algorithms import value_iteration
 
+    import rules.charge_spark.openspiel_game  # noqa: F401 - registers the game
     from solver.openspiel import OpenSpielGame
 
     tiny = "board:SM;health:1;bonus_cards:;battery_tiles:1;disc_tiles:1;start_battery:0"

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rules.charge_spark.cards import UnknownCardError
-from rules.charge_spark.config import RuleSet, RulesError, apply_overrides, rules_from_toml
+from rules.charge_spark.config import RulesError, RuleSet, apply_overrides, rules_from_toml
 from rules.charge_spark.notation import PositionError, parse_position
 from solver.cli import main
 

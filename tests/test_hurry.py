@@ -20,8 +20,8 @@ from rules.charge_spark.state import initial_position
 from solver.analysis.stalls import median_length
 from solver.core.absorption import expected_length_and_distribution
 from solver.core.hurry import Hurried, fallback_marks
-from solver.core.solve import solve_from
 from solver.core.play import play_from
+from solver.core.solve import solve_from
 
 HIDE_OR_RUN = DictGame(
     {0: {(0, 0): [(1.0, 0)], (0, 1): [(1.0, WIN)], (1, 0): [(1.0, WIN)], (1, 1): [(1.0, LOSS)]}},

@@ -8,7 +8,13 @@ import os
 import pytest
 
 from solver.core.jobs import (
-    SchedulerError, WorkersLostError, cluster_threads, cluster_workers, dask_client, memory_limits, run_jobs,
+    SchedulerError,
+    WorkersLostError,
+    cluster_threads,
+    cluster_workers,
+    dask_client,
+    memory_limits,
+    run_jobs,
     writable_dir,
 )
 

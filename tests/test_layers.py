@@ -112,3 +112,30 @@ def test_a_breach_is_caught(module, source, expected):
 )
 def test_allowed_imports_pass(module, source):
     assert breaches(module, source) == []
+
+
+def unhinted_public_functions(source: str) -> list[str]:
+    """Public functions (compiled kernels aside) missing a parameter's or the return's type hint."""
+    missing = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
+            continue
+        if any("njit" in ast.unparse(d) or "numba" in ast.unparse(d) for d in node.decorator_list):
+            continue  # typed by numba at the call
+        params = [a for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs if a.arg not in ("self", "cls")]
+        params += [a for a in (node.args.vararg, node.args.kwarg) if a is not None]
+        if node.returns is None or any(a.annotation is None for a in params):
+            missing.append(f"{node.name} (line {node.lineno})")
+    return missing
+
+
+def test_the_cores_public_functions_carry_type_hints():
+    found = [f"{path.name}: {name}" for path in sorted((SRC / "solver" / "core").glob("*.py"))
+             for name in unhinted_public_functions(path.read_text())]
+    assert not found, "\n".join(found)
+
+
+def test_a_missing_hint_is_caught():
+    assert unhinted_public_functions("def solve(game) -> int:\n    return 0\n") == ["solve (line 1)"]
+    assert unhinted_public_functions("def solve(game: int):\n    return 0\n") == ["solve (line 1)"]
+    assert unhinted_public_functions("def _kernel(a):\n    return a\n") == []

@@ -218,7 +218,7 @@ def test_shuffled_recased_and_omitted_tokens_parse_the_same(case: tuple[RuleSet,
     rules, position = case
     start = initial_position(rules).p1
     sides = []
-    for side, player in zip(format_position(position, rules).split(" / "), (position.p1, position.p2)):
+    for side in format_position(position, rules).split(" / "):
         tokens = side.split()
         # A token equal to its start value may be left out.
         default_tokens = set(format_position(Position(start, start), rules).split(" / ")[0].split())

@@ -11,9 +11,8 @@ from html import unescape
 import pytest
 from click.testing import CliRunner
 
-from solver.cli import main
-
 from browser import find_chromium, inked_fraction, screenshot
+from solver.cli import main
 
 # A tiny rule set that keeps two bonus cards and a star: every section has
 # something to show, and each of its ~30 solves takes about a second.
@@ -376,7 +375,7 @@ STRENGTH_ONLY = ("headline", "strength")
 def running_report(tmp_path_factory):
     """SMALL's headline and card strength built on an empty cache, with every
     partial report handed on while it ran; (partials, finished report, cache)."""
-    from rules.charge_spark.config import apply_overrides, RuleSet
+    from rules.charge_spark.config import RuleSet, apply_overrides
     from solver.report.build import build_report
 
     rules = apply_overrides(RuleSet(), [SMALL[i + 1] for i in range(0, len(SMALL), 2)])

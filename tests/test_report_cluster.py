@@ -11,12 +11,11 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
+from cluster import dask_cluster
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
-from solver.core import jobs as jobs_module
 from solver.analysis.results_cache import ResultsCache
 from solver.cli import main
-
-from cluster import dask_cluster
+from solver.core import jobs as jobs_module
 
 # 18 further solves of a second or two each (5,000 states); only the sections that need them.
 TINY = ["--set", "board=SM", "--set", "health=1", "--set", "bonus_cards="]

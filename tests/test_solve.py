@@ -4,21 +4,20 @@ deviation, agreement with the plain per-state LP iteration)."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
 
+from dict_game import LOSS, WIN, DictGame
+from reference import reference_values
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
 from rules.charge_spark.state import initial_position
 from solver.core.graph import build_graph
-from reference import reference_values
 from solver.core.solve import solve_from
 from solver.core.stage import max_regret
-
-from dict_game import LOSS, WIN, DictGame
 
 
 def solved(game, root=0):
@@ -72,7 +71,7 @@ SMALL = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def solved_variant(name):
     rules = apply_overrides(RuleSet(), SMALL[name])
     game = ChargeSparkGame(rules)

@@ -9,15 +9,24 @@ import pytest
 import scipy.sparse as sp
 
 import solver.analysis.stalls as stalls_module
+from dict_game import LOSS, WIN, DictGame
 from solver.analysis.stalls import (
-    EPSILON_OPTIMAL, LOOP, STANDOFF, LengthFigures, Stall, StallChain, length_and_stalls, length_figures, length_pmf,
-    stall_chain, stalls, table_stall_chain,
+    EPSILON_OPTIMAL,
+    LOOP,
+    STANDOFF,
+    LengthFigures,
+    Stall,
+    StallChain,
+    length_and_stalls,
+    length_figures,
+    length_pmf,
+    stall_chain,
+    stalls,
+    table_stall_chain,
 )
 from solver.core.graph import build_graph
-from solver.core.solve import solve_from
 from solver.core.play import play_from
-
-from dict_game import LOSS, WIN, DictGame
+from solver.core.solve import solve_from
 
 
 def played(table, actions=("move",), roots=(0,)):

@@ -16,17 +16,24 @@ import psutil
 import pytest
 from click.testing import CliRunner
 
+from cluster import SRC, dask_cluster
 from rules.charge_spark.cards import Card
-from rules.charge_spark.config import RuleSet, RulesError, apply_overrides
-from solver.core import jobs as jobs_module
+from rules.charge_spark.config import RulesError, RuleSet, apply_overrides
 from solver import sweep as sweep_module
 from solver.cli import main
+from solver.core import jobs as jobs_module
 from solver.sweep import (
-    CsvRows, GridAxis, SweepRow, grid_points, outcome_labels, parse_grid, run_sweep, split_values, state_limit,
+    CsvRows,
+    GridAxis,
+    SweepRow,
+    grid_points,
+    outcome_labels,
+    parse_grid,
+    run_sweep,
+    split_values,
+    state_limit,
 )
 from solver.sweep_page import sweep_page
-
-from cluster import SRC, dask_cluster
 
 BASE = ["--set", "health=1", "--set", "bonus_cards="]
 # 12 rule sets of about a second each: a small board, one health, no bonus cards.

@@ -4,7 +4,7 @@ every block read is verified, damage is detected as by a full load."""
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -12,18 +12,17 @@ import pytest
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver.storage import TABLE_FORMAT
-from solver.core import table_file as cache
-from solver.core.table_file import FIRST_CODES, DamagedTableError, save_table, table_path
 from solver.core.solve import solve_from
+from solver.core.table_file import FIRST_CODES, DamagedTableError, save_table, table_path
 from solver.core.table_reader import TableReader
+from solver.storage import TABLE_FORMAT
 from solver.tables import stored_part
 
 # Big enough that its arrays span several checksum blocks.
 RULES = apply_overrides(RuleSet(), ["board=S*M", "health=1", "bonus_cards=ray"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def solved():
     game = ChargeSparkGame(RULES)
     root = game.encode(initial_position(RULES))
@@ -32,7 +31,7 @@ def solved():
 
 @pytest.fixture
 def stored(tmp_path, monkeypatch):
-    monkeypatch.setattr(cache, "BLOCK_BYTES", 1 << 14)  # many blocks in a small table
+    monkeypatch.setattr("solver.core.table_file.BLOCK_BYTES", 1 << 14)  # many blocks in a small table
     monkeypatch.setattr("solver.core.table_reader.BLOCK_BYTES", 1 << 14)
     game, root, result = solved()
     key = fingerprint(RULES)
@@ -228,7 +227,7 @@ def test_an_index_that_does_not_match_the_states_never_finds_a_wrong_state(store
     block = 5
     first, last_before = int(states[block * PER_BLOCK]), int(states[block * PER_BLOCK - 1])
     for moved in (first + 1, last_before + 1 if last_before + 1 < first else first - 1):  # still sorted, now wrong
-        _rewrite_header(path, lambda header: header[FIRST_CODES].__setitem__(block, moved))
+        _rewrite_header(path, lambda header, moved=moved: header[FIRST_CODES].__setitem__(block, moved))
         reader = TableReader(path, key, TABLE_FORMAT)  # opens: the damage shows only against the block
         for code in (first, int(states[block * PER_BLOCK + 3])):
             with pytest.raises(DamagedTableError, match="index of the states does not match block 5"):

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
-from solver.storage import TABLE_FORMAT
 from solver import tables
-from solver.core.table_file import DamagedTableError, load_table, table_path
 from solver.core.result import ARRAY_FIELDS
+from solver.core.table_file import DamagedTableError, load_table, table_path
 from solver.core.table_reader import TableReader
+from solver.storage import TABLE_FORMAT
 
 SMALL = apply_overrides(RuleSet(), ["board=SM", "health=1", "bonus_cards="])
 Usage = namedtuple("Usage", "total used free")

@@ -13,11 +13,11 @@ import pytest
 from rules.charge_spark.config import RuleSet, apply_overrides, canonical_mapping, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
-from solver.storage import TABLE_FORMAT
 from solver.analysis.restricted import RestrictedJob, WithoutRowAction, value_without
 from solver.analysis.sensitivity import Variant, VariantJob, summarise_variant
-from solver.core.table_file import save_table, table_path
 from solver.core.solve import solve_from
+from solver.core.table_file import save_table, table_path
+from solver.storage import TABLE_FORMAT
 from solver.tables import WarmTable, solved_table, warm_start, warm_table_of
 
 SMALL = ["board=S*M", "health=1"]  # 214,123 states

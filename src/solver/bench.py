@@ -40,15 +40,15 @@ import numba
 import numpy as np
 import psutil
 
-from .core import hurry
 from .analysis.stalls import LengthFigures, length_and_stalls
+from .core import hurry
 from .core.graph import GraphTooLargeError, build_graph
+from .core.play import play_from
+from .core.resources import usable_cores
 from .core.result import SolveResult
 from .core.shapley import max_cells, stage_matrix_kernel
-from .core.resources import usable_cores
 from .core.solve import solve_from
 from .core.stage import matrix_game_kernel, solve_matrix_game_lp
-from .core.play import play_from
 
 TARGET_STAGE_RATIO = 300  # at 6x6
 TARGET_END_TO_END_RATIO = 1000
@@ -288,7 +288,7 @@ class PeakMemory:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
-    def __enter__(self) -> "PeakMemory":
+    def __enter__(self) -> PeakMemory:
         self._thread.start()
         return self
 

@@ -20,8 +20,8 @@ import numpy as np
 
 from rules.charge_spark.cards import UnknownCardError
 from rules.charge_spark.config import (
-    RuleSet,
     RulesError,
+    RuleSet,
     apply_overrides,
     canonical_mapping,
     differences_from_default,
@@ -35,14 +35,14 @@ from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import Position, initial_position
 from rules.charge_spark.turn import KNOCK_OUT, MOON
 
-from .core.table_file import table_path
-from .core.resources import usable_cores
-from .storage import CACHE_ENV, default_cache_dir
 from .core.files import OutputError, check_writable, write_text_atomically
 from .core.graph import GraphTooLargeError
-from .core.outcome import Outcome, Seat, win_probability
-from .core.result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
 from .core.jobs import SchedulerError, WorkersLostError
+from .core.outcome import Outcome, Seat, win_probability
+from .core.resources import usable_cores
+from .core.result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
+from .core.table_file import table_path
+from .storage import CACHE_ENV, default_cache_dir
 from .sweep import SweepError
 from .tables import solve_to_boundary, solved_table, stored_part
 

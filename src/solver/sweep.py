@@ -24,13 +24,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from rules.charge_spark.config import RuleSet, RulesError, apply_overrides, fingerprint
+from rules.charge_spark.config import RulesError, RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 
 from .core import resources
 from .core.graph import GraphTooLargeError
-from .core.resources import GRAPH_BYTES_PER_STATE, bytes_per_state
 from .core.jobs import dask_client, run_jobs, worker_memory_limit
+from .core.resources import GRAPH_BYTES_PER_STATE, bytes_per_state
 from .tables import solved_table, warn_on_stderr
 
 # Dask and the solver's kernels are imported where a sweep runs, so the CLI starts without them.

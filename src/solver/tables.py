@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from rules.charge_spark.config import RuleSet, RulesError, canonical_mapping, fingerprint, rules_from_mapping
+from rules.charge_spark.config import RulesError, RuleSet, canonical_mapping, fingerprint, rules_from_mapping
 from rules.charge_spark.game import ChargeSparkGame, encoding_layout_of
 from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 
 from .core.boundary import Boundary
-from .core.table_file import DamagedTableError, load_table, quarantine, save_table, table_lock, table_path
-from .storage import TABLE_FORMAT, default_cache_dir
 from .core.result import ARRAY_FIELDS, SolveResult
+from .core.table_file import DamagedTableError, load_table, quarantine, save_table, table_lock, table_path
 from .core.table_reader import TableReader
+from .storage import TABLE_FORMAT, default_cache_dir
 
 if TYPE_CHECKING:
     from .core.layered import WarmStart  # not imported at run time: it loads the compiled kernels

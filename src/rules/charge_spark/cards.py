@@ -52,7 +52,7 @@ class Card(IntEnum):
         return self in ATTACK_CARDS
 
     @classmethod
-    def parse(cls, name: str) -> "Card":
+    def parse(cls, name: str) -> Card:
         """The card called `name` (case-insensitive), or UnknownCardError."""
         try:
             return cls[name.strip().upper()]

@@ -84,7 +84,7 @@ class RulesError(ValueError):
     def __str__(self) -> str:
         return self.message
 
-    def located(self, source: str | None, line: int | None = None) -> "RulesError":
+    def located(self, source: str | None, line: int | None = None) -> RulesError:
         """The same error, said to come from `source` (and `line`)."""
         return RulesError(self.reason, key=self.key, source=source, line=line, related=self.related)
 

@@ -16,9 +16,8 @@ import numpy as np
 from .cards import Card
 from .config import RuleSet
 from .state import Position, PositionCodec
-from .turn_tables import turn_tables
 from .turn import Winner, legal_cards, resolve_turn
-
+from .turn_tables import turn_tables
 
 WINNER_LABELS = {
     Winner.P1_KNOCKOUT: "P1 wins by knock-out",

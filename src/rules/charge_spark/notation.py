@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 from .cards import Card
 from .config import RuleSet

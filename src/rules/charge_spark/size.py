@@ -23,7 +23,6 @@ is measured in docs/performance.md ("The size estimate").
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 
 import numpy as np
 
@@ -141,8 +140,8 @@ def _damage_layers(
                 target[state] = (seen_by, floor)
             else:
                 target[state] = (before[0] | seen_by, min(before[1], floor))
-            if follow is not None and (before is None or floor < floors[state]):
-                floors[state] = floor  # first seen, or by a less constrained way: follow it (again)
+            if follow is not None and (before is None or floor < floors[state]):  # noqa: B023 - called within its iteration
+                floors[state] = floor  # noqa: B023 - first seen, or by a less constrained way: follow it (again)
                 follow.append(state)
 
         while frontier:

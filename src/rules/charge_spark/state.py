@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:  # numpy is imported where a batch of codes is read: parsing a position never needs it
+    import numpy as np
 
 from .cards import BASE_CARDS, COPYABLE_CARDS, Card
 from .config import RuleSet
@@ -71,7 +74,7 @@ class Position:
     p1: PlayerState
     p2: PlayerState
 
-    def swapped(self) -> "Position":
+    def swapped(self) -> Position:
         """The same position with the seats exchanged."""
         return Position(self.p2, self.p1)
 
@@ -220,7 +223,7 @@ def with_player(position: Position, seat: int, player: PlayerState) -> Position:
     return replace(position, p1=player) if seat == 0 else replace(position, p2=player)
 
 
-def player_digits(codec: PositionCodec, codes, seat: int) -> dict[str, "np.ndarray"]:
+def player_digits(codec: PositionCodec, codes, seat: int) -> dict[str, np.ndarray]:
     """The fields of one player's part of a batch of codes, as arrays: health,
     battery, disc, progress, rest (a rest code, see `rest_code`) and bonus (the
     hand's bonus code). Vectorised digit arithmetic: analyses over millions of
@@ -237,7 +240,7 @@ def player_digits(codec: PositionCodec, codes, seat: int) -> dict[str, "np.ndarr
     return digits
 
 
-def held_bonus_counts(codec: PositionCodec, codes) -> "np.ndarray":
+def held_bonus_counts(codec: PositionCodec, codes) -> np.ndarray:
     """How many of each bonus kind (`codec.bonus_kinds`) each player holds, in
     hand or rest zone, for a batch of codes: shape (len(codes), 2, kinds)."""
     import numpy as np

@@ -48,7 +48,7 @@ class Winner(Enum):
         return KNOCK_OUT if self.value % 2 == 0 else MOON
 
     @property
-    def swapped(self) -> "Winner":
+    def swapped(self) -> Winner:
         """The same win by the other seat."""
         return Winner((self.value + 2) % 4)
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.chain import CellIndex
 from ..core.protocol import StochasticGame
 from ..core.result import SolveResult
-from ..core.chain import CellIndex
 
 OPTIMAL_TOLERANCE = 1e-9
 """A card counts as an optimal reply where it loses less than this against the

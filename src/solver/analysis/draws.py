@@ -14,11 +14,11 @@ import numpy as np
 
 from rules.charge_spark.state import held_bonus_counts
 
+from ..core.chain import CellIndex, expected_visits, play_chain
 from ..core.graph import GameGraph, expansion_of, segment_positions
 from ..core.outcome import Seat
-from ..core.result import SolveResult
 from ..core.play import Play
-from ..core.chain import CellIndex, expected_visits, play_chain
+from ..core.result import SolveResult
 
 
 @dataclass(frozen=True)

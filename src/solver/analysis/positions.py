@@ -15,7 +15,7 @@ import numpy as np
 
 from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet
-from rules.charge_spark.state import PositionCodec, player_digits, rest_code, RestCard
+from rules.charge_spark.state import PositionCodec, RestCard, player_digits, rest_code
 
 from ..core.result import SolveResult, StateAnswer
 

@@ -13,16 +13,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rules.charge_spark.cards import Card
-from rules.charge_spark.config import RuleSet, RulesError, apply_overrides, fingerprint
+from rules.charge_spark.config import RulesError, RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
 from rules.charge_spark.state import initial_position
 
 from ..core.boundary import Boundary
+from ..core.graph import GraphTooLargeError
 from ..core.outcome import Outcome, Seat, kind_probability, win_probability
 from ..core.table_file import table_path
 from ..storage import default_cache_dir
-from ..core.graph import GraphTooLargeError
 from ..summary import StartSummary, length_beyond, summarise_from, summarise_start
 from ..tables import WarmTable, solve_to_boundary, solved_table, warn_on_stderr
 
@@ -72,7 +72,7 @@ class VariantSummary:
 
     @classmethod
     def of(cls, summary: StartSummary, seconds: float, reused: bool, warm_started: bool = False,
-           states: int | None = None) -> "VariantSummary":
+           states: int | None = None) -> VariantSummary:
         return cls(summary.value, dict(summary.outcomes), summary.terminal_outcomes, summary.expected_length, seconds,
                    reused, tuple(float(p) for p in summary.length_pmf), warm_started, states)
 

@@ -22,22 +22,22 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from typing import TYPE_CHECKING
 
 from rules.charge_spark.config import RuleSet, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 
+from ..core.chain import PlayChain, chain_of_play, play_chain
 from ..core.graph import GameGraph
-from ..core.result import STANDOFF_DEPENDENCE, SolveResult
 from ..core.play import Play, play_from
-from ..summary import LENGTH_TURNS, UNENDING, StartSummary, length_beyond
+from ..core.result import STANDOFF_DEPENDENCE, SolveResult
 from ..core.table_file import DamagedTableError
 from ..core.table_reader import TableReader
 from ..storage import TABLE_FORMAT
+from ..summary import LENGTH_TURNS, UNENDING, StartSummary, length_beyond
 from ..tables import cached_table
-from ..core.chain import PlayChain, chain_of_play, play_chain
 
 # scipy is loaded by the functions that use it: a query that reads a kept entry never pays for it.
 if TYPE_CHECKING:

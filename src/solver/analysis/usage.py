@@ -12,15 +12,14 @@ from dataclasses import dataclass
 from enum import Enum
 
 import numpy as np
-
 import scipy.sparse as sp
 
+from ..core.chain import CellIndex, PlayChain, cell_values, chain_of_play, play_chain
 from ..core.graph import GameGraph, offsets_of, segment_positions
+from ..core.play import Play
 from ..core.protocol import StochasticGame
 from ..core.result import SolveResult
-from ..core.play import Play
 from .card_status import OPTIMAL_TOLERANCE, CardFlags, card_flags
-from ..core.chain import CellIndex, PlayChain, cell_values, chain_of_play, play_chain
 
 
 class CardStatus(Enum):

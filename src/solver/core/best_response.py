@@ -408,7 +408,7 @@ def best_response(
 
     ones = np.ones(int((G[0] if resp_is_row else G[1])[-1]), np.float64)  # every responder action counts
     row_w, col_w = (ones, fixed_w) if resp_is_row else (fixed_w, ones)
-    succ_ptr, succ = successor_kernel(*G[:6], row_w, col_w)
+    succ_ptr, succ = successor_kernel(*G[:6], row_w, col_w)  # type: ignore[call-arg]  # numba's dispatcher passes the kernel's own arguments
     comp_ptr, comp_states = tarjan(succ_ptr, succ)
     comp_of = component_of_kernel(comp_ptr, comp_states, n)
 

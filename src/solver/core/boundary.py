@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .graph import sorted_contains, distinct_sorted
+from .graph import distinct_sorted, sorted_contains
 from .result import SolveResult
 from .table_file import header_outcomes
 from .table_reader import TableReader
@@ -34,20 +34,20 @@ class Boundary:
     """Sorted codes never taken from the boundary: the roots of a solve are solved, not looked up."""
 
     @classmethod
-    def of(cls, result: SolveResult) -> "Boundary":
+    def of(cls, result: SolveResult) -> Boundary:
         """The states of a solved table (in memory, or memory-mapped) of the same game."""
         return cls(np.asarray(result.states), lambda name, index: np.asarray(getattr(result, name))[index],
                    tuple(result.terminal_labels))
 
     @classmethod
-    def of_stored(cls, reader: TableReader) -> "Boundary":
+    def of_stored(cls, reader: TableReader) -> Boundary:
         """The states of a stored table, read as needed: its codes in memory (8
         bytes a state, verified now), of the figures only the blocks that hold
         the states a solve reaches (each verified when first read)."""
         states = reader.take("states", 0, reader.num_states)
         return cls(states, reader.rows, tuple(o.label for o in header_outcomes(reader.header)))
 
-    def without(self, codes: np.ndarray) -> "Boundary":
+    def without(self, codes: np.ndarray) -> Boundary:
         """This boundary, less `codes` (which are then solved, not looked up)."""
         return replace(self, excluded=distinct_sorted(np.asarray(codes, np.int64)))
 

@@ -27,6 +27,7 @@ already bracketed to ~1e-11.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba
@@ -258,7 +259,8 @@ def refine_by_best_responses(
     col = stage_strategies(p2_graph, values, side=1)[1]
     best: tuple[tuple, tuple] | None = None  # each side's best (strategy, guarantee) so far
     gap, best_bad, stalled = np.inf, np.inf, 0
-    for rounds in range(1, max_rounds + 1):
+    bound_low, bound_high = np.full(values.shape[0], -np.inf), np.full(values.shape[0], np.inf)
+    for rounds in range(1, max_rounds + 1):  # noqa: B007 - the count is returned
         round_low, round_high = best_response_values(p1_graph, 0, row), best_response_values(p2_graph, 1, col)
         previous = gap
         p1_choices = [best[0], (row, round_low)] if best else [(row, round_low)]
@@ -268,6 +270,7 @@ def refine_by_best_responses(
             width = float(np.max(p2[1] - p1[1], initial=0.0))
             if best is None or width < gap:
                 gap, best = width, (p1, p2)
+        assert best is not None  # the pairings are never empty
         (_, lower), (_, upper) = best
         bad = int(np.count_nonzero(upper - lower > gap_tol))
         stalled = 0 if gap < PROGRESS * previous or bad < PROGRESS * best_bad else stalled + 1
@@ -275,11 +278,11 @@ def refine_by_best_responses(
         if gap <= gap_tol or stalled >= patience:
             break
         # Every round's guarantees bound the value: the tightest, state by state, start the sweeps.
-        bound_low = round_low if rounds == 1 else np.maximum(bound_low, round_low)
-        bound_high = round_high if rounds == 1 else np.minimum(bound_high, round_high)
+        bound_low, bound_high = np.maximum(bound_low, round_low), np.minimum(bound_high, round_high)
         anchor = _anchor(p1_graph, p2_graph, bound_low, bound_high)
         row = stage_strategies(p1_graph, np.maximum(bound_low, anchor - nudge), lower, side=0)[0]
         col = stage_strategies(p2_graph, np.minimum(bound_high, anchor + nudge), upper, side=1)[1]
+    assert best is not None  # at least one round ran
     return best[0][0], best[1][0], lower, upper, rounds
 
 
@@ -346,7 +349,7 @@ def mirrors_strategies(graph: GameGraph, mirror: np.ndarray, row: np.ndarray, co
 def bracket_values(
     graph: GameGraph,
     components: tuple[np.ndarray, np.ndarray],
-    progress=None,
+    progress: Callable[[int], None] | None = None,
     mirror: np.ndarray | None = None,
     p2_terminal_payoff: np.ndarray | None = None,
     warm: np.ndarray | None = None,

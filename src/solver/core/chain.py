@@ -25,11 +25,11 @@ class CellIndex:
     col: np.ndarray
 
     @classmethod
-    def of(cls, graph: GameGraph) -> "CellIndex":
+    def of(cls, graph: GameGraph) -> CellIndex:
         return cls.of_counts(np.diff(graph.row_ptr), np.diff(graph.col_ptr))
 
     @classmethod
-    def of_counts(cls, row_count: np.ndarray, col_count: np.ndarray) -> "CellIndex":
+    def of_counts(cls, row_count: np.ndarray, col_count: np.ndarray) -> CellIndex:
         """Of states with `row_count` and `col_count` actions each (a game's expansion)."""
         row_count, col_count = np.asarray(row_count, np.int64), np.asarray(col_count, np.int64)
         cells = row_count * col_count

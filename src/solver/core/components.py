@@ -157,7 +157,7 @@ def successor_csr(
     """
     row_w = _ones(len(graph.row_actions)) if row_strategy is None else np.ascontiguousarray(row_strategy, np.float64)
     col_w = _ones(len(graph.col_actions)) if col_strategy is None else np.ascontiguousarray(col_strategy, np.float64)
-    return successor_kernel(*graph.kernel_arrays()[:6], row_w, col_w)
+    return successor_kernel(*graph.kernel_arrays()[:6], row_w, col_w)  # type: ignore[call-arg]  # numba's dispatcher passes the kernel's own arguments
 
 
 def scc_from_csr(succ_ptr: np.ndarray, succ: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

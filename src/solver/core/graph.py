@@ -17,9 +17,12 @@ Play that never ends pays `unending_payoff` to P1. P1 maximises, P2 minimises.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
+from .protocol import StochasticGame
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,7 +105,7 @@ def segment_positions(ptr: np.ndarray, states: np.ndarray) -> np.ndarray:
 
 
 def reachable_states(
-    game, roots: np.ndarray, progress=None, max_states: int | None = None, chunk: int = 1 << 16
+    game: StochasticGame, roots: np.ndarray, progress: Callable[[int], None] | None = None, max_states: int | None = None, chunk: int = 1 << 16
 ) -> np.ndarray:
     """Sorted codes of every state reachable from `roots` (breadth first, batched).
 
@@ -169,14 +172,14 @@ def sorted_contains(haystack: np.ndarray, needles: np.ndarray) -> np.ndarray:
     return haystack[at] == needles
 
 
-def expansion_of(game, states: np.ndarray, chunk: int = 1 << 16) -> dict[str, np.ndarray]:
+def expansion_of(game: StochasticGame, states: np.ndarray, chunk: int = 1 << 16) -> dict[str, np.ndarray]:
     """`game.expand` of `states`, in chunks, joined: one array per field."""
     parts = [game.expand(states[lo : lo + chunk]) for lo in range(0, states.size, chunk)]
     fields = ("row_count", "row_actions", "col_count", "col_actions", "out_count", "out_next", "out_prob")
     return {name: np.concatenate([np.asarray(getattr(p, name)) for p in parts]) for name in fields}
 
 
-def graph_of(game, states: np.ndarray, expansion: dict[str, np.ndarray], out_next: np.ndarray) -> GameGraph:
+def graph_of(game: StochasticGame, states: np.ndarray, expansion: dict[str, np.ndarray], out_next: np.ndarray) -> GameGraph:
     """The `GameGraph` of `states` from their expansion, successors already renumbered in `out_next`."""
     row_count, col_count = expansion["row_count"], expansion["col_count"]
     return GameGraph(
@@ -196,7 +199,7 @@ def graph_of(game, states: np.ndarray, expansion: dict[str, np.ndarray], out_nex
     )
 
 
-def build_graph(game, states: np.ndarray, chunk: int = 1 << 16) -> GameGraph:
+def build_graph(game: StochasticGame, states: np.ndarray, chunk: int = 1 << 16) -> GameGraph:
     """The `GameGraph` over `states` (sorted, closed under transitions)."""
     expansion = expansion_of(game, states, chunk)
     out_next = expansion["out_next"].astype(np.int64)

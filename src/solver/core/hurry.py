@@ -103,7 +103,7 @@ class Exits:
     p2_buzzer: np.ndarray
 
     @classmethod
-    def none(cls, terminals: int) -> "Exits":
+    def none(cls, terminals: int) -> Exits:
         """A whole game: every terminal outcome ends it."""
         return cls(np.ones(terminals, np.bool_), np.zeros(terminals), np.zeros(terminals))
 

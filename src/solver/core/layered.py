@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numba
 import numpy as np
@@ -50,13 +51,19 @@ from .boundary import Boundary
 from .bracketing import bracket_values, mirrors_strategies, payoffs_swap, seat_mirror
 from .components import strongly_connected_components
 from .graph import (
-    GameGraph, GraphTooLargeError, offsets_of, sorted_contains, distinct_sorted, expansion_of, graph_of, merged_distinct,
+    GameGraph,
+    GraphTooLargeError,
+    distinct_sorted,
+    expansion_of,
+    graph_of,
+    merged_distinct,
+    offsets_of,
     segment_positions,
+    sorted_contains,
 )
 from .hurry import Exits, ScoredGuarantees, hurry, scored, scored_guarantees
 from .result import PER_STATE_HURRY
 from .shapley import bellman_residual
-
 
 WarmStart = Callable[[np.ndarray], np.ndarray]
 """First estimates of the values of the state codes given (sorted), nan where
@@ -75,7 +82,7 @@ class Layer:
 
 
 def enumerate_by_rank(
-    game, roots: np.ndarray, progress: Callable[[int], None] | None = None,
+    game: Any, roots: np.ndarray, progress: Callable[[int], None] | None = None,
     max_states: int | None = None, chunk: int = 1 << 16, workers: int = 1, boundary: Boundary | None = None,
 ) -> list[Layer]:
     """Every state reachable from `roots`, grouped by rank, lowest rank first.
@@ -132,7 +139,7 @@ def enumerate_by_rank(
                     start = merged_distinct([start, distinct_sorted(game.swap(start))])
                 doubled = 2 if side else 1
                 layer, exit_ranks = _closure_in_rank(
-                    start, rank, pending, pool, workers, chunk, lambda size: count(doubled * size), reached,
+                    start, rank, pending, pool, workers, chunk, lambda size: count(doubled * size), reached,  # noqa: B023 - used within this iteration
                 )
                 if np.any(game.seat_order(layer) != side):
                     raise ValueError(f"a transition within rank {rank} changes the seat order")
@@ -145,7 +152,7 @@ def enumerate_by_rank(
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         _ENUMERATED_GAME = _ENUMERATED_BOUNDARY = None
-    if reached:
+    if reached and edge is not None:  # play reaches stored states only where there is an edge
         layers.append(_given_layer(game, layers, merged_distinct(reached), edge, fold))
     return layers
 
@@ -163,7 +170,7 @@ def _given_layer(game, layers: list[Layer], reached: np.ndarray, boundary: Bound
     return Layer(-1, reached, given=True)
 
 
-def folds_by_seat(game) -> bool:
+def folds_by_seat(game: Any) -> bool:
     """Whether `game` is symmetric between seats and orders them: `swap` gives
     codes, `seat_order` says which seat is ahead (-1, 0 or 1; unchanged within
     a progress rank, negated by `swap`) and `terminal_swap` maps each terminal
@@ -190,14 +197,14 @@ def _closure_in_rank(
         parts = pool.map(_successors_by_rank, jobs) if pool is not None and len(jobs) > 1 else map(
             _successors_by_rank, jobs
         )
-        same = []
+        pieces = []
         for inside, later, ranks, given in parts:
-            same.append(inside)
+            pieces.append(inside)
             exit_ranks.update(np.unique(ranks).tolist())
             _add_seeds(pending, later, ranks)
             if given.size:
                 reached.append(given)
-        same = merged_distinct(same)
+        same = merged_distinct(pieces)
         frontier = same[~sorted_contains(layer, same)] if layer.size else same
         if frontier.size:
             layer = merged_distinct([layer, frontier])
@@ -206,7 +213,7 @@ def _closure_in_rank(
 
 
 _MIN_SHARE = 4096  # states: below this a job costs more to send than to expand
-_ENUMERATED_GAME = None  # the game being enumerated, inherited by the forked workers
+_ENUMERATED_GAME: Any = None  # the game being enumerated, inherited by the forked workers
 _ENUMERATED_BOUNDARY: Boundary | None = None  # and its boundary
 
 
@@ -250,12 +257,12 @@ class LayerGraph:
     exit_labels: tuple[str, ...] = ()
 
     @classmethod
-    def whole(cls, graph: GameGraph) -> "LayerGraph":
+    def whole(cls, graph: GameGraph) -> LayerGraph:
         """A whole game, as a part of itself with no exits."""
         return cls(graph, np.zeros(0, np.int64))
 
 
-def layer_graph(game, states: np.ndarray, all_states: np.ndarray, chunk: int = 1 << 16) -> LayerGraph:
+def layer_graph(game: Any, states: np.ndarray, all_states: np.ndarray, chunk: int = 1 << 16) -> LayerGraph:
     expansion = expansion_of(game, states, chunk)
     out_next = expansion["out_next"].astype(np.int64)
     live = np.flatnonzero(out_next >= 0)
@@ -330,7 +337,7 @@ class ExitFigures:
     twin_p1_guarantee: np.ndarray | None = None  # P1's guarantee at each exit's seat-swapped twin
 
     @classmethod
-    def none(cls, terminals: int) -> "ExitFigures":
+    def none(cls, terminals: int) -> ExitFigures:
         """The figures of no exits, for a whole game with `terminals` outcomes
         (its twins' figures are known: there are none)."""
         empty = np.zeros(0)
@@ -488,16 +495,18 @@ def _layer_outcomes(
     states under `row` and `col`, each exit carrying those of its state."""
     terminals = layer.graph.terminal_payoff.shape[0]
     own = np.eye(terminals, terminals + 1)
-    return outcomes_and_ending_turns(
+    terminal, unending, turns = outcomes_and_ending_turns(
         graph, row, col, np.vstack([own, exits.outcomes]), np.concatenate([np.zeros(terminals), exits.ending_turns]),
     )
+    assert turns is not None  # asked for, by giving the exits' turns
+    return terminal, unending, turns
 
 
 def _mirrored(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures, row: np.ndarray, col: np.ndarray) -> bool:
     """Whether P2's guarantees in `layer` are P1's at the twins: the game's own
     outcomes swap with their payoffs, the exits' guarantees mirror, and so do
     the strategies."""
-    return _exits_mirror(layer, mirror, exits) and mirrors_strategies(layer.graph, mirror, row, col)
+    return mirror is not None and _exits_mirror(layer, mirror, exits) and mirrors_strategies(layer.graph, mirror, row, col)
 
 
 def _exits_mirror(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures) -> bool:
@@ -512,7 +521,7 @@ def _exits_mirror(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigur
 
 
 def solve_layers(
-    game, layers: list[Layer], progress: Callable[[int], None] | None = None, workers: int = 1,
+    game: Any, layers: list[Layer], progress: Callable[[int], None] | None = None, workers: int = 1,
     scratch_dir: str | os.PathLike[str] | None = None, boundary: Boundary | None = None,
     warm: WarmStart | None = None,
 ) -> LayeredSolution:
@@ -609,6 +618,15 @@ class _SharedFigures:
     workers write the figures of the states they finish and read those of
     the states their layer exits to."""
 
+    # Set by name from PER_STATE_HURRY below; declared so that readers type-check.
+    p1_buzzer: np.ndarray
+    p2_buzzer: np.ndarray
+    p1_guarantee_u0: np.ndarray
+    p2_guarantee_u0: np.ndarray
+    p1_guarantee_u1: np.ndarray
+    p2_guarantee_u1: np.ndarray
+    fallback: np.ndarray
+
     def __init__(self, n: int, terminals: int) -> None:
         self.p1_guarantee = _shared((n,), np.float64)
         self.p2_guarantee = _shared((n,), np.float64)
@@ -635,7 +653,7 @@ def _shared(shape: tuple[int, ...], dtype) -> np.ndarray:
 class _LayerContext:
     """What every layer's solve reads; set before the workers are forked, so they inherit it."""
 
-    game: object
+    game: Any  # a StochasticGame with a progress rank (and, folded, a seat order)
     layers: list[Layer]
     all_states: np.ndarray
     figures: _SharedFigures
@@ -644,6 +662,13 @@ class _LayerContext:
 
 
 _CONTEXT: _LayerContext | None = None
+
+
+def _context() -> _LayerContext:
+    """The context of the layers being solved (set before the workers fork)."""
+    if _CONTEXT is None:
+        raise RuntimeError("no layers are being solved")
+    return _CONTEXT
 
 
 @dataclass(frozen=True)
@@ -656,7 +681,7 @@ class _LayerDone:
 
 def _solve_layer_at(number: int) -> _LayerDone:
     """Solve layer `number` of the context, its exits already finished; record its figures."""
-    ctx = _CONTEXT
+    ctx = _context()
     layer, f = ctx.layers[number], ctx.figures
     if layer.twin_of is not None:
         return _mirror_layer_at(number)
@@ -699,8 +724,9 @@ def _mirror_layer_at(number: int) -> _LayerDone:
     concedes at the twin, the outcomes swap seats, and each side plays what
     the other plays there. The game is symmetric, so this is exactly what
     solving the layer would give; its Bellman residual is its twin's."""
-    ctx = _CONTEXT
+    ctx = _context()
     layer, f, game = ctx.layers[number], ctx.figures, ctx.game
+    assert layer.twin_of is not None  # only twin layers are mirrored
     source = ctx.layers[layer.twin_of]
     swapped = game.swap(layer.states)
     at, twin = np.searchsorted(ctx.all_states, layer.states), np.searchsorted(ctx.all_states, swapped)
@@ -722,7 +748,7 @@ def _mirror_layer_at(number: int) -> _LayerDone:
     f.row_count[at], f.col_count[at] = f.col_count[twin], f.row_count[twin]
     local = np.searchsorted(source.states, swapped)
     with np.load(os.path.join(ctx.spill, f"{layer.twin_of}.npz")) as piece:
-        strategies = {}
+        strategies: dict[str, Any] = {}
         for side, other in (("row", "col"), ("col", "row")):
             ptr = piece[f"{other}_ptr"]
             picked = segment_positions(ptr, local)

@@ -61,7 +61,8 @@ def check_strategy(strategy: np.ndarray, ptr: np.ndarray, who: str) -> np.ndarra
         if bad.size:
             raise ValueError(f"{who} strategy does not sum to 1 at state {int(bad[0])} (sum {sums[bad[0]]})")
         # Renormalise so every code path (Bellman backups, linear solves) sees the same chain.
-        s = np.maximum(s, 0.0) / np.repeat(sums, np.diff(np.asarray(ptr, np.int64)))
+        offsets = np.asarray(ptr, np.int64)
+        s = np.maximum(s, 0.0) / np.repeat(sums, offsets[1:] - offsets[:-1])
     return s
 
 
@@ -196,16 +197,16 @@ def _dense_solve(c, rows, cols, vals, exitm, rhs, in_r, inf_vec):
     nk = rhs.shape[1]
     for k in range(c):
         d = e[k]
-        for l in range(k + 1, c):
-            d += b[k, l]
+        for q in range(k + 1, c):
+            d += b[k, q]
         piv[k] = d
         for j in range(k + 1, c):
             f = b[j, k]
             if f == 0.0:
                 continue
             f /= d
-            for l in range(k + 1, c):  # b[j, j] gets junk but is never read:
-                b[j, l] += f * b[k, l]  # the diagonal is rebuilt from e at j's turn
+            for q in range(k + 1, c):  # b[j, j] gets junk but is never read:
+                b[j, q] += f * b[k, q]  # the diagonal is rebuilt from e at j's turn
             e[j] += f * e[k]
             for h in range(nk):
                 rhs[j, h] += f * rhs[k, h]
@@ -213,8 +214,8 @@ def _dense_solve(c, rows, cols, vals, exitm, rhs, in_r, inf_vec):
     for k in range(c - 1, -1, -1):
         for h in range(nk):
             acc = rhs[k, h]
-            for l in range(k + 1, c):
-                acc += b[k, l] * x[l, h]
+            for q in range(k + 1, c):
+                acc += b[k, q] * x[q, h]
             x[k, h] = acc / piv[k]
     return x
 
@@ -412,6 +413,7 @@ def fallback_solve(
     if _LU_FIRST or c > _GTH_MAX:
         sol, outcome = _sparse_lu_solve(c, rows, cols, vals, exitm, rhs, in_r)
     if outcome == "exact":
+        assert sol is not None
         return sol
     if c <= _GTH_MAX or (outcome == "singular" and c <= _GTH_LAST_RESORT):
         _log.debug("sparse LU: %s on a component of %d states; using dense elimination", outcome, c)
@@ -419,6 +421,7 @@ def fallback_solve(
     if outcome == "singular":
         raise RuntimeError(f"component of {c} states is numerically closed and too large for dense elimination")
     _log.debug("refinement stalled above 1e-12 on a component of %d states", c)
+    assert sol is not None  # sparse LU was tried: the component is past dense elimination's size
     return sol
 
 
@@ -523,7 +526,7 @@ def chain_components(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(comp_ptr, comp_states, comp_of): the chain's strongly connected
     components, successors first, and each state's component."""
-    succ_ptr, succ = successor_kernel(*G[:6], row_w, col_w)
+    succ_ptr, succ = successor_kernel(*G[:6], row_w, col_w)  # type: ignore[call-arg]  # numba's dispatcher passes the kernel's own arguments
     comp_ptr, comp_states = tarjan(succ_ptr, succ)
     return comp_ptr, comp_states, component_of_kernel(comp_ptr, comp_states, n)
 

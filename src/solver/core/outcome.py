@@ -11,6 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .protocol import StochasticGame
 
 
 class Seat(IntEnum):
@@ -21,7 +25,7 @@ class Seat(IntEnum):
     P2 = 1
 
     @property
-    def other(self) -> "Seat":
+    def other(self) -> Seat:
         return Seat(1 - self)
 
     def __str__(self) -> str:
@@ -44,12 +48,12 @@ class Outcome:
         return {"winner": None if self.winner is None else int(self.winner), "kind": self.kind, "label": self.label}
 
     @classmethod
-    def from_json(cls, entry: Mapping) -> "Outcome":
+    def from_json(cls, entry: Mapping) -> Outcome:
         winner = entry["winner"]
         return cls(None if winner is None else Seat(winner), str(entry["kind"]), str(entry["label"]))
 
 
-def terminal_outcomes(game) -> tuple[Outcome, ...]:
+def terminal_outcomes(game: StochasticGame) -> tuple[Outcome, ...]:
     """The `Outcome` of each terminal outcome of `game` (a `StochasticGame`)."""
     labels, winners, kinds = tuple(game.terminal_labels), tuple(game.terminal_winners), tuple(game.terminal_kinds)
     if not len(labels) == len(winners) == len(kinds) == len(game.terminal_payoff):

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .graph import GameGraph, distinct_sorted, expansion_of, segment_positions
+from .protocol import StochasticGame
 from .result import SolveResult
 
 
-def played_states(game, result: SolveResult, start: int, chunk: int = 1 << 16) -> np.ndarray:
+def played_states(game: StochasticGame, result: SolveResult, start: int, chunk: int = 1 << 16) -> np.ndarray:
     """Sorted codes of the states `result`'s strategies reach from the state
     coded `start`: breadth first, marking reached states by their index in the
     table (a sorted list of the reached ones would be re-sorted every turn),
@@ -81,7 +82,7 @@ class Play:
         return np.ones(self.states.size)
 
 
-def play_from(game, result: SolveResult, start: int, chunk: int = 1 << 16) -> Play:
+def play_from(game: StochasticGame, result: SolveResult, start: int, chunk: int = 1 << 16) -> Play:
     """`Play` of the solved `result` of `game` from the state coded `start`,
     built chunk by chunk of the states it reaches."""
     states = played_states(game, result, start)

@@ -31,14 +31,14 @@ class StateAnswer:
     p2_guarantee: float
 
 
-def strict_exploitability(p1_u0, p2_u0, p1_u1, p2_u1) -> np.ndarray:
+def strict_exploitability(p1_u0: np.ndarray, p2_u0: np.ndarray, p1_u1: np.ndarray, p2_u1: np.ndarray) -> np.ndarray:
     """Per state, the most a side can lose to an exact best response when endless
     play counts as its own loss (an upper bound: the width of the bracket of
     the game so scored, between both sides' guarantees in it)."""
     return np.maximum(np.maximum(np.subtract(p2_u0, p1_u0), np.subtract(p2_u1, p1_u1)), 0.0)
 
 
-def unending_dependence(values, p2_u0, p1_u1) -> np.ndarray:
+def unending_dependence(values: np.ndarray, p2_u0: np.ndarray, p1_u1: np.ndarray) -> np.ndarray:
     """Per state, a certified lower bound on how far the value moves when endless
     play is scored as a loss for one side instead of the unending payoff."""
     return np.maximum(np.maximum(np.subtract(values, p2_u0), np.subtract(p1_u1, values)), 0.0)

@@ -9,13 +9,13 @@ from collections.abc import Iterable
 import numpy as np
 from tqdm import tqdm
 
+from . import resources
 from .boundary import Boundary
 from .bracketing import seat_mirror
 from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
 from .layered import ExitFigures, Layer, LayerGraph, WarmStart, enumerate_by_rank, solve_layers, solve_part
 from .outcome import terminal_outcomes
 from .protocol import StochasticGame
-from . import resources
 from .resources import GRAPH_BYTES_PER_STATE, bytes_per_state
 from .result import SolveResult
 
@@ -76,7 +76,7 @@ def refuse_if_estimate_too_large(
         )
     raise EstimatedTooLargeError(
         f"the rules in force would need {need} at {per_state:,} bytes a state);"
-        f" the {resources.available_memory() / 1e9:.1f} GB of memory available holds about {approximate_count(limit)}"
+        f" the {(resources.available_memory() or 0) / 1e9:.1f} GB of memory available holds about {approximate_count(limit)}"
         " (--max-states sets another limit)"
     )
 
@@ -142,7 +142,7 @@ def solve_from(
             # Refused on memory, not on the user's limit: say so with the figures.
             raise GraphTooLargeError(
                 f"more than {limit:,} reachable states, the most a solve can hold in 90% of the"
-                f" {resources.available_memory() / 1e9:.1f} GB of memory available at {per_state:,} bytes"
+                f" {(resources.available_memory() or 0) / 1e9:.1f} GB of memory available at {per_state:,} bytes"
                 " a state (--max-states sets another limit)"
             ) from None
     timings["enumerate"] = time.perf_counter() - clock

@@ -23,8 +23,8 @@ import mmap
 import os
 import time
 import zipfile
-from dataclasses import asdict, dataclass
 from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 

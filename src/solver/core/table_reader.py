@@ -22,11 +22,17 @@ from pathlib import Path
 
 import numpy as np
 
+from .result import ARRAY_FIELDS, PER_STATE_HURRY, HurryFigures, SolveResult
 from .table_file import (
-    BLOCK_BYTES, FIRST_CODES, DamagedTableError, TableFormat, array_inconsistency, block_digest, checked_header,
+    BLOCK_BYTES,
+    FIRST_CODES,
+    DamagedTableError,
+    TableFormat,
+    array_inconsistency,
+    block_digest,
+    checked_header,
     result_from,
 )
-from .result import ARRAY_FIELDS, PER_STATE_HURRY, HurryFigures, SolveResult
 
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local file header
 
@@ -179,8 +185,9 @@ class TableReader:
         held = np.zeros(codes.size, np.bool_)
         if self.num_states == 0 or codes.size == 0:
             return np.zeros(codes.size, np.int64), held
+        first_codes = self._index()
         per_block = BLOCK_BYTES // self._row_bytes("states")
-        block = np.maximum(np.searchsorted(self._first_codes, codes, side="right") - 1, 0)
+        block = np.maximum(np.searchsorted(first_codes, codes, side="right") - 1, 0)
         needed = np.unique(block)
         pieces = [self._states_block(int(b), per_block) for b in needed]
         sizes = np.array([piece.size for piece in pieces], np.int64)
@@ -195,16 +202,22 @@ class TableReader:
         inside = within < sizes[piece]
         held[inside] = local[(piece_start[piece] + within)[inside]] == codes[inside]
         for b in np.unique(block[~inside]):  # past its block's last code: the next block must start above it
-            if b + 1 < self._first_codes.size:
+            if b + 1 < first_codes.size:
                 self._states_block(int(b) + 1, per_block, first_only=True)
         return block * per_block + within, held
+
+    def _index(self) -> np.ndarray:
+        """The header's first code of each block of `states` (for an indexed table)."""
+        if self._first_codes is None:
+            raise ValueError(f"{self.path}: the table has no index of its states")
+        return self._first_codes
 
     def _states_block(self, block: int, per_block: int, first_only: bool = False) -> np.ndarray:
         """The codes of block `block` of `states` (its first alone if `first_only`),
         verified, and checked against the header's index."""
         lo = block * per_block
         codes = self.take("states", lo, lo + 1 if first_only else min(self.num_states, lo + per_block))
-        if codes[0] != self._first_codes[block]:
+        if codes[0] != self._index()[block]:
             raise DamagedTableError(
                 f"{self.path}: the header's index of the states does not match block {block}"
                 " (the file was changed or damaged)"

@@ -25,29 +25,39 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import format_position
 from rules.charge_spark.size import estimate_reachable
 
-from ..storage import default_cache_dir
-from ..core.resources import LAYERED_BYTES_PER_STATE
-from ..core.solve import ESTIMATE_MARGIN, EstimatedTooLargeError, approximate_count, byte_size
-from ..core.result import StateAnswer
-from ..core.play import Play, play_from
-from ..summary import StartSummary, summarise_from
-from ..tables import SolvedTable, solved_table
 from ..analysis.card_status import legal_row_actions
-from ..core.chain import PlayChain, chain_of_play, expected_visits
 from ..analysis.draws import DrawValue, table_draw_values
-from ..core.resources import available_memory, states_that_fit, usable_cores
 from ..analysis.policy_play import PlayFigures, PolicyPlay, play_figures
 from ..analysis.positions import AnnotatedPosition, annotated_positions
 from ..analysis.restricted import RestrictedValue
 from ..analysis.results_cache import ResultsCache
 from ..analysis.sensitivity import Skipped, Variant, VariantSummary, sensitivity_variants
 from ..analysis.skill_gap import (
-    PolicyResult, greedy_policy, play_mirrors, solves_per_policy, table_skill_gap, uniform_policy,
+    PolicyResult,
+    greedy_policy,
+    play_mirrors,
+    solves_per_policy,
+    table_skill_gap,
+    uniform_policy,
 )
 from ..analysis.stalls import (
-    LengthAndStalls, Stall, length_and_stalls_entry, play_key, stall_chain, stalls, summary_length_figures,
+    LengthAndStalls,
+    Stall,
+    length_and_stalls_entry,
+    play_key,
+    stall_chain,
+    stalls,
+    summary_length_figures,
 )
 from ..analysis.usage import CardUsage, table_card_usage
+from ..core.chain import PlayChain, chain_of_play, expected_visits
+from ..core.play import Play, play_from
+from ..core.resources import LAYERED_BYTES_PER_STATE, available_memory, states_that_fit, usable_cores
+from ..core.result import StateAnswer
+from ..core.solve import ESTIMATE_MARGIN, EstimatedTooLargeError, approximate_count, byte_size
+from ..storage import default_cache_dir
+from ..summary import StartSummary, summarise_from
+from ..tables import SolvedTable, solved_table
 from . import entries
 from .made import CACHED, COMPUTED, TABLE_CACHED, MadePart
 from .solves import SolvePlan, further_solves, kept_restricted, kept_variants, plan_solves
@@ -201,7 +211,7 @@ def build_report(
 class _Known:
     """What the report knows so far, and which of its sections are still to come."""
 
-    def __init__(self, rules: RuleSet, sections: tuple[str, ...], parts: "_Parts") -> None:
+    def __init__(self, rules: RuleSet, sections: tuple[str, ...], parts: _Parts) -> None:
         self.rules, self.sections, self.parts = rules, sections, parts
         self.headline = None
         self.usage: CardUsage | None = None

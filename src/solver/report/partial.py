@@ -21,7 +21,7 @@ class PartialReport:
         self.written_at: float | None = None
 
     @classmethod
-    def beside(cls, finished: Path, note: Callable[[str], None], every: float = 10.0) -> "PartialReport":
+    def beside(cls, finished: Path, note: Callable[[str], None], every: float = 10.0) -> PartialReport:
         """The partial page of the report to be written at `finished`: NAME.partial.html."""
         return cls(finished.with_name(f"{finished.stem}.partial{finished.suffix or '.html'}"), note, every)
 

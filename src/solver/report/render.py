@@ -6,7 +6,7 @@ name, card and position text) is escaped; charts escape their own text."""
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from rules.charge_spark.turn import KNOCK_OUT, MOON
 
 from ..analysis.sensitivity import VariantSummary
-from ..analysis.stalls import EPSILON_PROBABILITY, MIN_SHARE, median_length, mean_length, summary_length_figures
+from ..analysis.stalls import EPSILON_PROBABILITY, MIN_SHARE, mean_length, median_length, summary_length_figures
 from ..analysis.usage import CardStatus
 from ..core.outcome import Seat
 from ..summary import StartSummary
@@ -88,7 +88,7 @@ def render_report(report: Report) -> str:
     return _environment().get_template("report.html.j2").render(
         r=report, charts=report_charts(report), findings=findings(report), median=median_turn,
         length=summary_length_figures(report.summary), min_share=MIN_SHARE, epsilon=EPSILON_PROBABILITY,
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), CardStatus=CardStatus,
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), CardStatus=CardStatus,
         UNIFORM=UNIFORM, GREEDY=GREEDY, turns_shown=TURNS_SHOWN, pending_titles=PENDING_TITLES,
         STILL_TO_COME=STILL_TO_COME, duration=duration, made=made_totals(report.made), Seat=Seat,
         KNOCK_OUT=KNOCK_OUT, MOON=MOON,

@@ -38,13 +38,19 @@ from rules.charge_spark.notation import parse_position
 from rules.charge_spark.size import estimate_reachable
 
 from ..analysis.parallel import solves_at_once
-from ..core.resources import LAYERED_BYTES_PER_STATE, states_that_fit, usable_cores
 from ..analysis.restricted import RestrictedJob, RestrictedValue, value_without
 from ..analysis.results_cache import ResultsCache
 from ..analysis.sensitivity import Skipped, Variant, VariantJob, VariantSummary, summarise_variant, variant_key
 from ..core.jobs import (
-    SchedulerError, WorkersLostError, cluster_threads, cluster_workers, memory_limits, run_jobs, writable_dir,
+    SchedulerError,
+    WorkersLostError,
+    cluster_threads,
+    cluster_workers,
+    memory_limits,
+    run_jobs,
+    writable_dir,
 )
+from ..core.resources import LAYERED_BYTES_PER_STATE, states_that_fit, usable_cores
 from ..summary import LENGTH_TURNS
 from ..tables import warm_table_of
 from .entries import variant_entry, variant_from
