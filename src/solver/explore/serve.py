@@ -7,10 +7,13 @@ plain functions, the tests drive them in-process with Starlette's client."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -25,6 +28,9 @@ from ..storage import default_cache_dir
 from ..tables import readers_kept_open, solved_table, stored_part
 from .answers import Explorer
 from .app import create_app
+
+if TYPE_CHECKING:
+    import uvicorn
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -59,6 +65,7 @@ def listen(host: str, port: int) -> socket.socket:
         sock = socket.socket(family, kind, proto)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
+        sock.listen(128)  # connections wait from now on, while the server starts
     except OSError as error:  # socket.gaierror included: an unknown host name
         raise click.BadParameter(f"cannot listen on {host} port {port}: {error.strerror or error}",
                                  param_hint="--host/--port") from None
@@ -73,19 +80,41 @@ def address_of(sock: socket.socket, host: str) -> str:
     return f"http://{shown}:{port}/"
 
 
+def _server(explorer: Explorer, host: str) -> uvicorn.Server:
+    import uvicorn
+
+    # Behind a loopback address, only loopback names: a page elsewhere cannot reach it by a name it controls.
+    allowed = ["127.0.0.1", "localhost", "[::1]"] if host in LOOPBACK else None
+    config = uvicorn.Config(create_app(explorer, allowed), log_level="warning", access_log=False, lifespan="off",
+                            server_header=False)
+    return uvicorn.Server(config)
+
+
+@contextlib.contextmanager
+def serving_in_thread(explorer: Explorer, host: str = "127.0.0.1") -> Iterator[str]:
+    """The explorer served from a thread of this process on a free port, for
+    as long as the block runs; yields its URL (the benchmark's way in)."""
+    sock = listen(host, 0)
+    server = _server(explorer, host)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    with readers_kept_open():
+        thread.start()
+        try:
+            yield address_of(sock, host)
+        finally:
+            server.should_exit = True
+            thread.join()
+            sock.close()
+
+
 def serve(rules: RuleSet, cache_dir: str | None, host: str, port: int, echo: Callable[[str], None],
           warn: Callable[[str], None]) -> None:
     """Serve the explorer of `rules` until interrupted."""
-    import uvicorn
-
     stored_table(rules, cache_dir, warn, lambda line: print(f"charge-spark: {line}", file=sys.stderr, flush=True))
     sock = listen(host, port)
     explorer = Explorer(rules, cache_dir, warn)
-    # Behind a loopback address, only loopback names: a page elsewhere cannot reach it by a name it controls.
-    allowed = ["127.0.0.1", "localhost", "[::1]"] if host in LOOPBACK else None
-    app = create_app(explorer, allowed)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
+    server = _server(explorer, host)
     echo(f"charge-spark explore: rules {rules.name or '(unnamed)'} [fingerprint {explorer.fingerprint}]")
     echo(f"open {address_of(sock, host)}   (Ctrl-C stops the server)")
     with readers_kept_open():
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
