@@ -25,8 +25,6 @@ from rules.charge_spark.turn import Winner, legal_cards, resolve_turn
 from ..cli import USER_ERRORS, answer_at, lasting_at, printable, query_json
 from ..core.result import SolveResult, StateAnswer
 
-MAX_TEXT = 400
-"""The longest position text accepted: the longest normal form is about 150 characters."""
 KEPT_ANSWERS = 4096
 """Answers remembered per server (a few kilobytes each): a replayed coach game reads each turn's again."""
 
@@ -89,11 +87,10 @@ class Explorer:
         self._queried = functools.lru_cache(maxsize=256)(self._query_code)
 
     def position(self, text: str | None) -> Position:
-        """The position written `text` (`start` or the spec's notation)."""
-        if text is None or not text.strip():
+        """The position written `text` (`start` or the spec's notation); any
+        text at all is parsed as `query` parses it, for the same message."""
+        if text is None:
             raise ExploreInputError("no position given (write `start` or a position such as 'b1 rest=spark / h2')")
-        if len(text) > MAX_TEXT:
-            raise ExploreInputError(f"a position is at most {MAX_TEXT} characters; this one has {len(text)}")
         return parse_position(text, self.rules)
 
     def text(self, position: Position) -> str:
