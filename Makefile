@@ -26,16 +26,17 @@ $(STAMP): pyproject.toml
 test: $(STAMP) browser
 	$(PY) -m pytest -q
 
-# The report's browser test drives Debian's chromium; installed here when it
-# can be (root with apt-get). Without it that one test is skipped, with the reason.
+# The browser tests drive Debian's chromium (the explorer's through chromedriver);
+# installed here when they can be (root with apt-get). Without them those tests are
+# skipped, with the reason.
 .PHONY: browser
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@{ command -v chromium && command -v chromedriver; } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing chromium for the report's browser test"; \
+	    echo "installing chromium and chromedriver for the browser tests"; \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || \
-	    echo "could not install chromium: the browser test will be skipped"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null || \
+	    echo "could not install chromium: the browser tests will be skipped"; \
 	  else \
 	    echo "chromium is missing and cannot be installed here (needs root and apt-get): the browser test will be skipped"; \
 	  fi; }
