@@ -245,9 +245,12 @@ def test_a_loopback_server_answers_only_to_loopback_names(server):
 
 def test_the_command_prints_a_loopback_url_and_stops_on_ctrl_c(tiny):
     running = ExploreServer([*settings(TINY), "--cache-dir", tiny.cache_dir])
-    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", running.url)
-    assert raw_get(running.url, "/")[0] == 200
-    assert running.stop() == 130
+    try:
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", running.url)
+        assert raw_get(running.url, "/")[0] == 200
+    finally:
+        status = running.stop()
+    assert status == 130
     assert running.process.stderr.read().strip() == "charge-spark: interrupted; the explorer stopped; nothing partial was saved"
 
 
