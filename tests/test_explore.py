@@ -112,8 +112,8 @@ def test_api_step_gives_the_rules_outcomes_whose_values_make_the_stage_matrix(ti
                 value = 0.0
                 for o in outcomes:
                     if o["winner"] is not None:
-                        assert o["position"] is None
-                        value += o["probability"] * (1.0 if o["winner"].startswith("P1 wins") else 0.0)
+                        assert o["position"] is None and o["winner_seat"] in (1, 2) and o["kind"] in ("knock-out", "moon")
+                        value += o["probability"] * (1.0 if o["winner_seat"] == 1 else 0.0)
                     else:
                         after = tiny.client.get("/api/query", params={"position": o["position"]}).json()
                         value += o["probability"] * after["value"]

@@ -43,13 +43,18 @@ def message(error: Exception) -> str:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Branch:
     """One chance outcome of a turn: the next position, or how the game ended."""
 
     probability: Fraction
     position: Position | None
-    winner: str | None  # a terminal label, e.g. "P1 wins by knock-out"
+    winner: Winner | None  # who won and how, when the turn ended the game
     drawn: tuple[tuple[str, ...], tuple[str, ...]]  # the bonus cards each player drew this turn
+
+    @property
+    def label(self) -> str | None:
+        """How the game ended, for display ("P1 wins by knock-out")."""
+        return None if self.winner is None else WINNER_LABELS[self.winner]
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ class Step:
 
     position: Position
     cards: tuple[Card, Card]
-    outcomes: tuple[Outcome, ...]
+    outcomes: tuple[Branch, ...]
 
 
 @dataclass(frozen=True)
@@ -142,9 +147,9 @@ class Explorer:
         outcomes = []
         for probability, after in resolve_turn(self.rules, position, card1, card2):
             if isinstance(after, Winner):
-                outcomes.append(Outcome(probability, None, WINNER_LABELS[after], ((), ())))
+                outcomes.append(Branch(probability, None, after, ((), ())))
             else:
-                outcomes.append(Outcome(probability, after, None, (_drawn(position, after, 0), _drawn(position, after, 1))))
+                outcomes.append(Branch(probability, after, None, (_drawn(position, after, 0), _drawn(position, after, 1))))
         return Step(position, (card1, card2), tuple(outcomes))
 
     def step_json(self, step: Step) -> dict:
@@ -159,7 +164,9 @@ class Explorer:
                     "probability": float(o.probability),
                     "chance": str(o.probability),
                     "position": None if o.position is None else self.text(o.position),
-                    "winner": o.winner,
+                    "winner": o.label,
+                    "winner_seat": None if o.winner is None else o.winner.seat + 1,
+                    "kind": None if o.winner is None else o.winner.kind,
                     "p1_draws": list(o.drawn[0]),
                     "p2_draws": list(o.drawn[1]),
                 }

@@ -171,12 +171,13 @@ def coach_json(explorer: Explorer, game: CoachGame) -> dict:
                 "chosen_value": t.chosen, "best_value": t.best, "best_cards": list(t.best_cards), "cost": t.cost,
                 "chance": str(t.chance),
                 "next": None if t.outcome.position is None else explorer.text(t.outcome.position),
-                "winner": t.outcome.winner,
+                "winner": t.outcome.label,
             }
             for t in game.turns
         ],
         "position": None if game.position is None else explorer.text(game.position),
-        "winner": game.winner,
+        "winner": game.result,
+        "winner_seat": None if game.winner is None else game.winner.seat + 1,
         "total_cost": game.total_cost,
         "lost_turns": [t.number for t in game.lost_turns],
     }

@@ -24,10 +24,12 @@ from fractions import Fraction
 import numpy as np
 
 from rules.charge_spark.cards import Card
+from rules.charge_spark.game import WINNER_LABELS
 from rules.charge_spark.state import Position
+from rules.charge_spark.turn import Winner
 
 from ..core.result import StateAnswer
-from .answers import ExploreInputError, Explorer, Outcome
+from .answers import Branch, ExploreInputError, Explorer
 
 COST_TOLERANCE = 1e-9
 """A smaller cost is rounding: values are certified to about 1e-11, not a card given away."""
@@ -70,7 +72,7 @@ class Turn:
     theirs: Card
     values: dict[str, float]  # each of the designer's cards against the solver's strategy
     chance: Fraction  # of the outcome drawn
-    outcome: Outcome
+    outcome: Branch
 
     @property
     def chosen(self) -> float:
@@ -100,11 +102,16 @@ class CoachGame:
     seed: int
     turns: tuple[Turn, ...]
     position: Position | None  # None once the game is over
-    winner: str | None  # the terminal label once it is
+    winner: Winner | None  # who won and how, once it is
 
     @property
     def over(self) -> bool:
         return self.winner is not None
+
+    @property
+    def result(self) -> str | None:
+        """How the game ended, for display ("P1 wins by knock-out")."""
+        return None if self.winner is None else WINNER_LABELS[self.winner]
 
     @property
     def total_cost(self) -> float:
@@ -117,7 +124,7 @@ class CoachGame:
 
     @property
     def designer_won(self) -> bool | None:
-        return None if self.winner is None else self.winner.startswith(f"P{self.seat + 1} wins")
+        return None if self.winner is None else self.winner.seat == self.seat
 
 
 def parse_seat(text: str | None) -> int:

@@ -4,19 +4,19 @@ map whose cells are links. Every piece of text and every link is escaped here.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from html import escape
 
 from markupsafe import Markup
 
+from ..core.outcome import Outcome, Seat
 from ..core.result import StateAnswer
 from ..report.charts import AXIS, FONT, GRID
 from .board_svg import SEAT_COLOURS
 
-OUTCOME_COLOURS = {
-    "P1 wins by knock-out": "#1a4971", "P1 wins at the moon": "#63a4e0", "unending": "#a0aec0",
-    "P2 wins at the moon": "#f0a868", "P2 wins by knock-out": "#8c3a0c",
-}
+# Each seat's wins in its own hue, dark to light by kind; unending play grey, between them.
+WIN_SHADES = (("#1a4971", "#63a4e0", "#a9cdf0"), ("#8c3a0c", "#f0a868", "#f7d1ae"))
+UNENDING = "#a0aec0"
 
 
 def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 12, weight: str = "normal",
@@ -39,27 +39,39 @@ def shade(fraction: float) -> str:
     return f"rgb({r},{g},{b})"
 
 
-def win_split(answer: StateAnswer, width: int = 720) -> Markup:
-    """One bar from P1's wins (left) to P2's (right), unending play between."""
-    shares = {label: answer.terminal_probability.get(label, 0.0) for label in OUTCOME_COLOURS}
-    shares["unending"] = answer.unending_probability
+def win_split(answer: StateAnswer, outcomes: Sequence[Outcome], width: int = 720) -> Markup:
+    """One bar from P1's wins (left) to P2's (right), unending play between;
+    who won each outcome is read from `outcomes`, its label only shown."""
+    parts: list[tuple[str, float, str, bool]] = []  # label, share, colour, dark
+    for seat in (Seat.P1, Seat.P2):
+        won = [o for o in outcomes if o.winner == seat]
+        ordered = won if seat == Seat.P1 else won[::-1]  # the seats' kinds mirrored about the middle
+        for k, o in enumerate(ordered):
+            kind = k if seat == Seat.P1 else len(won) - 1 - k
+            parts.append((o.label, answer.terminal_probability.get(o.label, 0.0),
+                          WIN_SHADES[seat][min(kind, 2)], kind == 0))
+        if seat == Seat.P1:
+            parts.append(("unending", answer.unending_probability, UNENDING, False))
+    parts += [(o.label, answer.terminal_probability.get(o.label, 0.0), UNENDING, False)
+              for o in outcomes if o.winner is None]
     left, bar = 10, width - 20
     body, x = [], float(left)
-    for label, colour in OUTCOME_COLOURS.items():
-        w = bar * max(shares[label], 0.0)
+    for label, share, colour, dark in parts:
+        w = bar * max(share, 0.0)
         if w > 0:
             body.append(f'<rect x="{x:.1f}" y="8" width="{w:.1f}" height="26" fill="{colour}">'
-                        f'<title>{escape(label)}: {100 * shares[label]:.2f}%</title></rect>')
+                        f'<title>{escape(label)}: {100 * share:.2f}%</title></rect>')
             if w > 46:
-                body.append(_text(x + w / 2, 26, f"{100 * shares[label]:.1f}%", anchor="middle", size=11,
-                                  fill="#fff" if colour in ("#1a4971", "#8c3a0c") else "#111"))
+                body.append(_text(x + w / 2, 26, f"{100 * share:.1f}%", anchor="middle", size=11,
+                                  fill="#fff" if dark else "#111"))
         x += w
-    for k, (label, colour) in enumerate(OUTCOME_COLOURS.items()):
+    for k, (label, share, colour, _) in enumerate(parts):
         lx = left + (k % 3) * 240
         ly = 50 + (k // 3) * 18
         body.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{colour}"/>')
-        body.append(_text(lx + 18, ly, f"{label} {100 * shares[label]:.2f}%", size=11))
-    return _svg("How the game ends from here, under the strategies shown", width, 90, body, "chart", "win-split")
+        body.append(_text(lx + 18, ly, f"{label} {100 * share:.2f}%", size=11))
+    height = 50 + 18 * ((len(parts) + 2) // 3) + 4
+    return _svg("How the game ends from here, under the strategies shown", width, height, body, "chart", "win-split")
 
 
 def strategy_bars(title: str, strategy: Mapping[str, float], seat: int, ident: str, width: int = 350) -> Markup:

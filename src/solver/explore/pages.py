@@ -20,8 +20,8 @@ from rules.charge_spark.cards import Card
 from rules.charge_spark.config import differences_from_default
 from rules.charge_spark.state import Position
 
-from ..cli import wins
-from .answers import Answered, Explorer, Outcome
+from ..core.outcome import Seat, win_probability
+from .answers import Answered, Branch, Explorer
 from .board_svg import board_svg
 from .coach import CoachGame, to_seat
 from .figures import stage_heat_map, strategy_bars, win_split
@@ -79,7 +79,7 @@ def _render(template: str, explorer: Explorer, *, box: str, here: str | None, an
     )
 
 
-def _draws(outcome: Outcome) -> str:
+def _draws(outcome: Branch) -> str:
     """'P1 draws ray', 'P1 draws ray, P2 draws trap', or ''."""
     return ", ".join(f"P{seat + 1} draws {' and '.join(cards)}" for seat, cards in enumerate(outcome.drawn) if cards)
 
@@ -116,7 +116,7 @@ def _step_view(explorer: Explorer, position: Position, step_from: Position | Non
     for o in step.outcomes:
         text = None if o.position is None else explorer.text(o.position)
         outcomes.append({
-            "probability": float(o.probability), "chance": str(o.probability), "winner": o.winner, "position": text,
+            "probability": float(o.probability), "chance": str(o.probability), "winner": o.label, "position": text,
             "here": step_from is not None and o.position == position, "draws": _draws(o),
             "url": None if text is None else url("/", position=text, **{"from": origin_text}, p1=cards[0].label,
                                                  p2=cards[1].label),
@@ -130,14 +130,16 @@ def position_page(explorer: Explorer, position: Position, *, step_from: Position
     `step_from` (or from `position` itself) listed with its outcomes."""
     answered = explorer.answered(position)
     answer = answered.answer
+    outcomes = answered.result.terminal_outcomes
     text = explorer.text(position)
     selected = (cards[0].label, cards[1].label) if cards and step_from is None else None
     view = {
-        "text": text, "answer": answer, "p1_win": wins(answer, "P1"), "p2_win": wins(answer, "P2"),
+        "text": text, "answer": answer, "p1_win": win_probability(answer.terminal_probability, outcomes, Seat.P1),
+        "p2_win": win_probability(answer.terminal_probability, outcomes, Seat.P2),
         "length": _length(answer.expected_length),
         "source": ("read from the stored table" if answered.source is not None else
                    "solved now up to the positions the stored table holds (the table does not hold this one)"),
-        "board": board_svg(explorer.rules, position), "win_split": win_split(answer),
+        "board": board_svg(explorer.rules, position), "win_split": win_split(answer, outcomes),
         "p1_bars": strategy_bars("P1's optimal strategy", answer.row_strategy, 0, "p1-strategy"),
         "p2_bars": strategy_bars("P2's optimal strategy", answer.col_strategy, 1, "p2-strategy"),
         "matrix": stage_heat_map(answer, cell_links(explorer, position, answer.rows, answer.cols), selected),
@@ -163,7 +165,7 @@ def coach_page(explorer: Explorer, game: CoachGame, moves: list[str]) -> str:
     turns = []
     for t in game.turns:
         o = t.outcome
-        then = o.winner if o.winner else explorer.text(o.position)
+        then = o.label if o.winner is not None else explorer.text(o.position)
         if _draws(o):
             then += f"; {_draws(o)}"
         turns.append({"number": t.number, "position": explorer.text(t.position), "value": t.value,
@@ -173,7 +175,7 @@ def coach_page(explorer: Explorer, game: CoachGame, moves: list[str]) -> str:
     lost = [turns[t.number - 1] for t in game.lost_turns]
     now = None if game.position is None else explorer.text(game.position)
     view = {
-        "seat": game.seat, "seed": game.seed, "start": start, "over": game.over, "winner": game.winner,
+        "seat": game.seat, "seed": game.seed, "start": start, "over": game.over, "winner": game.result,
         "designer_won": game.designer_won, "turns": turns, "lost": lost, "total_cost": game.total_cost,
         "start_value": to_seat(explorer.answer(game.start).value, game.seat),
         "position": now,
