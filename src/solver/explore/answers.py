@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import threading
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -25,8 +24,9 @@ from rules.charge_spark.turn import Winner, legal_cards, resolve_turn
 from ..cli import USER_ERRORS, answer_at, lasting_at, printable, query_json
 from ..core.result import SolveResult, StateAnswer
 
-KEPT_ANSWERS = 4096
-"""Answers remembered per server (a few kilobytes each): a replayed coach game reads each turn's again."""
+KEPT_ANSWERS = 1024
+"""Answers remembered per server (tens of kilobytes each, with the part of the table read for them):
+a coached game is replayed from its start on every turn, and reads each turn's answer again."""
 
 
 class ExploreInputError(ValueError):
@@ -81,12 +81,11 @@ class Explorer:
     between a server's threads: reads are serialised (two cores gain nothing
     from reading one memory-mapped file at once)."""
 
-    def __init__(self, rules: RuleSet, cache_dir: str | None, warn: Callable[[str], None] | None = None) -> None:
+    def __init__(self, rules: RuleSet, cache_dir: str | None) -> None:
         self.rules = rules
         self.cache_dir = cache_dir
         self.fingerprint = fingerprint(rules)
         self.game = ChargeSparkGame(rules)
-        self._warn = warn
         self._lock = threading.RLock()
         self._answered = functools.lru_cache(maxsize=KEPT_ANSWERS)(self._answer_code)
         self._queried = functools.lru_cache(maxsize=256)(self._query_code)

@@ -112,7 +112,7 @@ def serve(rules: RuleSet, cache_dir: str | None, host: str, port: int, echo: Cal
     """Serve the explorer of `rules` until interrupted."""
     stored_table(rules, cache_dir, warn, lambda line: print(f"charge-spark: {line}", file=sys.stderr, flush=True))
     sock = listen(host, port)
-    explorer = Explorer(rules, cache_dir, warn)
+    explorer = Explorer(rules, cache_dir)
     server = _server(explorer, host)
     echo(f"charge-spark explore: rules {rules.name or '(unnamed)'} [fingerprint {explorer.fingerprint}]")
     echo(f"open {address_of(sock, host)}   (Ctrl-C stops the server)")
