@@ -24,8 +24,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Lint first: a check that fails in seconds should not wait behind the suite.
-# The report's browser test drives chromium where it is installed (.ci/run
-# installs it), and is skipped with the reason where it is not.
+# The browser tests (the report's, the explorer's) drive chromium and chromedriver
+# where they are installed (.ci/run installs them), and are skipped with the reason
+# where they are not.
 test: lint
 	$(PY) -m pytest -q
 

@@ -24,6 +24,11 @@
 7. Warm starts: a variant of a mid-sized rule set and its game with P1
    barred from a card, each solved cold and from the rule set's own stored
    table (`bench_warm_start`): both times, and the answers must agree to 1e-9.
+8. The explorer's API (`charge-spark explore`): /api/query over HTTP at
+   random positions of a stored table (board S*M, health 2; `--quick`: the
+   tests' tiny one), against the CLI's in-process answer at others
+   (`bench_explore_api`); the median must be under 100 ms, and the two must
+   give the same objects.
 
 Run as `python -m solver.bench [--quick]`.
 """
@@ -368,6 +373,64 @@ def bench_report_parts(overrides: list[str]) -> list[str]:
     return lines
 
 
+def bench_explore_api(overrides: list[str], positions: int = 200, seed: int = 2026) -> list[str]:
+    """`charge-spark explore`'s /api/query over HTTP (a server in a thread of
+    this process, on loopback) against the baseline, the CLI's in-process
+    answer (`answer_at`, `lasting_at`, `query_json`: what `query --json` does,
+    less its process start), each at its own `positions` random positions of
+    the rules' stored table (solved and stored in the cache first if need be),
+    each asked once. Then both at the same positions: the objects must be equal."""
+    import json
+    import urllib.request
+    from urllib.parse import urlencode
+
+    from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
+    from rules.charge_spark.game import ChargeSparkGame
+    from rules.charge_spark.notation import format_position
+
+    from .cli import answer_at, lasting_at, query_json
+    from .core.table_reader import TableReader
+    from .explore.answers import Explorer
+    from .explore.serve import serving_in_thread
+    from .storage import TABLE_FORMAT
+    from .tables import solved_table
+
+    rules = apply_overrides(RuleSet(), overrides)
+    table = solved_table(rules)
+    key = fingerprint(rules)
+    reader = TableReader(table.path, key, TABLE_FORMAT)
+    game = ChargeSparkGame(rules)
+    codes = np.random.default_rng(seed).choice(reader.take("states", 0, reader.num_states), 2 * positions, replace=False)
+    served, baseline = [game.decode(int(c)) for c in codes[:positions]], [game.decode(int(c)) for c in codes[positions:]]
+
+    def cli_object(position) -> dict:
+        answer, result, source, edge = answer_at(rules, position, None, None, show_progress=False)
+        lasting = lasting_at(rules, position, result, None, source, edge)
+        return query_json(rules, format_position(position), answer, result, lasting)
+
+    cli_ms = [1e3 * _timed(cli_object, position)[1] for position in baseline]  # as a query: the table opened each time
+    with serving_in_thread(Explorer(rules, None)) as address:
+        def api_object(position) -> dict:
+            query = urlencode({"position": format_position(position)})
+            with urllib.request.urlopen(f"{address}api/query?{query}", timeout=60) as response:
+                return json.loads(response.read())
+
+        api_object(served[0])  # the server's first answer opens the table
+        api_ms = [1e3 * _timed(api_object, position)[1] for position in served]
+        same = all(api_object(position) == cli_object(position) for position in baseline[:20])
+    api, cli = float(np.median(api_ms)), float(np.median(cli_ms))
+    flag = "" if same else "  ANSWERS DISAGREE"
+    verdict = "met" if api < 100 else "NOT met"
+    return [
+        f"explorer API on {' '.join(overrides)} ({reader.num_states:,} states stored), {positions} random positions each",
+        f"  /api/query over HTTP     median {api:7.1f} ms   90th percentile {np.percentile(api_ms, 90):7.1f} ms"
+        f"   (target: median under 100 ms: {verdict})",
+        f"  CLI answer in-process    median {cli:7.1f} ms   90th percentile {np.percentile(cli_ms, 90):7.1f} ms"
+        f"   (the baseline; `query --json` adds its process start)",
+        f"  ratio {cli / api:.1f}x; the same objects at 20 positions: {'yes' if same else 'no'}{flag}",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     from rules.charge_spark.config import RuleSet, apply_overrides
     from rules.charge_spark.game import ChargeSparkGame
@@ -398,6 +461,9 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
     mid = ["board=S*M", "health=2", "bonus_cards=ray,copy"]  # about 320,000 states (--quick: 25,000)
     for line in bench_warm_start(mid + ["battery_tiles=2", "disc_tiles=2"] if args.quick else mid):
+        print(line, flush=True)
+    explore_rules = tiny if args.quick else ["board=S*M", "health=2"]  # health 2: about a million states
+    for line in bench_explore_api(explore_rules, positions=50 if args.quick else 200):
         print(line, flush=True)
     if args.quick:
         for line in bench_buzzer_invariance(game, root, solve_from(game, [root], show_progress=False), " ".join(overrides)):

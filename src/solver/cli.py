@@ -304,6 +304,25 @@ def answer_at(
 @main.command()
 @rules_options
 @cache_options
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (loopback: only this machine; 0.0.0.0 lets others in).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
+              help="Port to listen on (0: any free one).")
+@click.pass_context
+def explore(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, host: str,
+            port: int) -> None:
+    """Browse positions and play against the solver in a web browser: a local
+    server over the rule set's solved table (solved first if not stored)."""
+    from .explore.serve import serve
+
+    rule_set = rules_in_force(rules_file, overrides)
+    ctx.obj["interrupt_note"] = "the explorer stopped; nothing partial was saved"
+    serve(rule_set, cache_dir, host, port, lambda line: click.echo(printable(line)), warn)
+
+
+@main.command()
+@rules_options
+@cache_options
 @click.option("--out", "output", type=click.Path(dir_okay=False), default=None,
               help="Write the report here (default: reports/charge-and-spark.html for the printed rules,"
                    " reports/charge-and-spark-FINGERPRINT.html otherwise).")

@@ -7,11 +7,13 @@ handling of damaged files.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -87,6 +89,40 @@ def _set_aside(path: Path, error: DamagedTableError, warn: Callable[[str], None]
         warn(f"{error}; moved aside to {moved.name}, recomputing")
 
 
+_kept_readers: dict[tuple, TableReader] | None = None  # see `readers_kept_open`
+_kept_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def readers_kept_open() -> Iterator[None]:
+    """Within it, `stored_part` opens each stored table once and keeps it, with
+    the blocks it has verified: a long-running process answering many queries
+    (`charge-spark explore`) checks each block once, not once per query. A file
+    replaced since (a recomputed table) is opened afresh."""
+    global _kept_readers
+    _kept_readers = {}
+    try:
+        yield
+    finally:
+        _kept_readers = None
+
+
+def _reader(path: Path, key: str) -> TableReader:
+    """A reader of the table at `path`: the one kept open for it, if any (`readers_kept_open`)."""
+    kept = _kept_readers
+    if kept is None:
+        return TableReader(path, key, TABLE_FORMAT)
+    stat = path.stat()  # FileNotFoundError as TableReader's
+    which = (str(path), key, stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    with _kept_lock:
+        reader = kept.get(which)
+        if reader is None:
+            for other in [k for k in kept if k[:2] == which[:2]]:
+                del kept[other]  # an older file at that path
+            reader = kept[which] = TableReader(path, key, TABLE_FORMAT)
+        return reader
+
+
 def stored_part(
     path: Path, key: str, code: int, game, warn: Callable[[str], None] | None = None,
 ) -> SolveResult | None:
@@ -95,7 +131,7 @@ def stored_part(
     None if no sound table there holds `code`. A damaged one is reported
     through `warn` and moved aside."""
     try:
-        reader = TableReader(path, key, TABLE_FORMAT)
+        reader = _reader(path, key)
         try:
             reader.index_of(code)
         except KeyError:

@@ -1,0 +1,183 @@
+"""The explorer's routes (Starlette). Five, all GET, and nothing else:
+
+    /              the position page (?position=...; &p1=&p2= a pair chosen; &from= the position it was played from)
+    /coach         a game against the solver (?position=&seat=1|2&seed=&moves=card,card,...)
+    /api/query     the object `query --json` prints (?position=...)
+    /api/step      where a pair of cards leads, with each outcome's chance (?position=&p1=&p2=)
+    /api/coach     a coached game replayed, as JSON (the /coach parameters)
+
+No route reads a file named by a request, so no path reaches the disk. Bad
+input is a 400 with the CLI's one line (JSON from the API, a page with the
+box to try again from the pages); anything else is a 500 with one line, its
+traceback on the server's stderr only.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Sequence
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .answers import BAD_INPUT, ExploreInputError, Explorer, message
+from .coach import CoachGame, parse_moves, parse_seat, parse_seed, replay
+from .pages import coach_page, error_page, position_page, url
+
+SECURITY_HEADERS = [
+    # Inline styles and script only; no frames, no plugins, nothing fetched from elsewhere.
+    (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline';"
+                                 b" img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+]
+NOT_FOUND = "no such page; the explorer serves /, /coach, /api/query, /api/step and /api/coach"
+
+
+class SecurityHeaders:
+    """Adds `SECURITY_HEADERS` to every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _param(request: Request, name: str) -> str | None:
+    return request.query_params.get(name)
+
+
+def _bad_json(error: Exception) -> JSONResponse:
+    return JSONResponse({"error": message(error)}, status_code=400)
+
+
+def create_app(explorer: Explorer, allowed_hosts: Sequence[str] | None = None) -> Starlette:
+    """The explorer over `explorer`'s table; requests naming another host than
+    `allowed_hosts` (None: any) are refused, so a web page elsewhere cannot
+    reach a loopback server through a name it controls (DNS rebinding)."""
+
+    def json_route(answer: Callable[[Request], dict]) -> Callable[[Request], Response]:
+        def endpoint(request: Request) -> Response:
+            try:
+                return JSONResponse(answer(request))
+            except BAD_INPUT as error:
+                return _bad_json(error)
+        return endpoint
+
+    def page_route(render: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        def endpoint(request: Request) -> Response:
+            try:
+                return render(request)
+            except BAD_INPUT as error:
+                box = (_param(request, "position") or "")[:2000]
+                return HTMLResponse(error_page(explorer, message(error), box), status_code=400)
+        return endpoint
+
+    def api_query(request: Request) -> dict:
+        return explorer.query(explorer.position(_param(request, "position")))
+
+    def api_step(request: Request) -> dict:
+        position = explorer.position(_param(request, "position"))
+        card1 = explorer.card(position, 0, _param(request, "p1"))
+        card2 = explorer.card(position, 1, _param(request, "p2"))
+        return explorer.step_json(explorer.step(position, card1, card2))
+
+    def coached(request: Request) -> tuple[CoachGame, list[str]]:
+        start = explorer.position(_param(request, "position") or "start")
+        seed = parse_seed(_param(request, "seed"))
+        if seed is None:
+            raise ExploreInputError("no seed given")
+        moves = parse_moves(_param(request, "moves"))
+        return replay(explorer, start, parse_seat(_param(request, "seat")), seed, moves), moves
+
+    def api_coach(request: Request) -> dict:
+        game, _ = coached(request)
+        return coach_json(explorer, game)
+
+    def home(request: Request) -> Response:
+        position = explorer.position(_param(request, "position") or "start")
+        p1, p2 = _param(request, "p1"), _param(request, "p2")
+        origin = _param(request, "from")
+        if (p1 is None) != (p2 is None):
+            raise ExploreInputError("a pair of cards needs both p1 and p2")
+        step_from = None if origin is None else explorer.position(origin)
+        cards = None
+        if p1 is not None:
+            played_at = step_from or position
+            cards = (explorer.card(played_at, 0, p1), explorer.card(played_at, 1, p2))
+        return HTMLResponse(position_page(explorer, position, step_from=step_from, cards=cards,
+                                          box=_param(request, "position")))
+
+    def coach(request: Request) -> Response:
+        if parse_seed(_param(request, "seed")) is None:
+            # A seed of its own, in the address: the game can then be replayed from it.
+            seat = parse_seat(_param(request, "seat")) + 1
+            position = explorer.text(explorer.position(_param(request, "position") or "start"))
+            return RedirectResponse(url("/coach", position=position, seat=seat, seed=secrets.randbelow(10**9)),
+                                    status_code=303)
+        game, moves = coached(request)
+        return HTMLResponse(coach_page(explorer, game, moves))
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        text = NOT_FOUND if status == 404 else "only GET requests are served"
+        return PlainTextResponse(text, status_code=status)
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        # The server logs the traceback; the page gets one line.
+        return PlainTextResponse(f"internal error ({type(exc).__name__}); the details are on the server's stderr",
+                                 status_code=500)
+
+    routes = [
+        Route("/", page_route(home), methods=["GET"]),
+        Route("/coach", page_route(coach), methods=["GET"]),
+        Route("/api/query", json_route(api_query), methods=["GET"]),
+        Route("/api/step", json_route(api_step), methods=["GET"]),
+        Route("/api/coach", json_route(api_coach), methods=["GET"]),
+    ]
+    middleware = [Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or ["*"])]
+    return Starlette(routes=routes, middleware=middleware,
+                     exception_handlers={404: not_found, 405: not_found, 500: server_error})
+
+
+def coach_json(explorer: Explorer, game: CoachGame) -> dict:
+    """A coached game as JSON: each turn's cards, values and cost, and the totals."""
+    return {
+        "fingerprint": explorer.fingerprint,
+        "start": explorer.text(game.start),
+        "seat": game.seat + 1,
+        "seed": game.seed,
+        "turns": [
+            {
+                "turn": t.number, "position": explorer.text(t.position), "value": t.value,
+                "card": t.mine.label, "solver_card": t.theirs.label, "card_values": t.values,
+                "chosen_value": t.chosen, "best_value": t.best, "best_cards": list(t.best_cards), "cost": t.cost,
+                "chance": str(t.chance),
+                "next": None if t.outcome.position is None else explorer.text(t.outcome.position),
+                "winner": t.outcome.label,
+            }
+            for t in game.turns
+        ],
+        "position": None if game.position is None else explorer.text(game.position),
+        "winner": game.result,
+        "winner_seat": None if game.winner is None else game.winner.seat + 1,
+        "total_cost": game.total_cost,
+        "lost_turns": [t.number for t in game.lost_turns],
+    }

@@ -1,0 +1,197 @@
+"""The explorer's HTML pages: the position page, the coach page and the page
+of a request it cannot answer.
+
+Jinja2 with autoescaping on, as the report: every string that reaches a page
+(the position box's text, an error message echoing it) is escaped; the
+figures escape their own text. Nothing is fetched: styles and the one script
+are inline."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from urllib.parse import urlencode
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+from rules.charge_spark.cards import Card
+from rules.charge_spark.config import differences_from_default
+from rules.charge_spark.state import Position
+
+from ..core.outcome import Seat, win_probability
+from .answers import Answered, Branch, Explorer
+from .board_svg import board_svg
+from .coach import CoachGame, to_seat
+from .figures import stage_heat_map, strategy_bars, win_split
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def url(path: str, **params: str | int | None) -> str:
+    """`path` with the given query parameters (None left out), encoded."""
+    given = {key: str(value) for key, value in params.items() if value is not None}
+    return f"{path}?{urlencode(given)}" if given else path
+
+
+@cache
+def _environment() -> Environment:
+    return Environment(
+        loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"], default=True),
+        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+    )
+
+
+@dataclass(frozen=True)
+class Site:
+    """What every page shows of the rule set: its name, fingerprint and the assumptions in force."""
+
+    name: str
+    fingerprint: str
+    changed: str
+    assumptions: tuple[tuple[str, str], ...]
+    start_url: str
+
+
+def site(explorer: Explorer, answered: Answered | None = None) -> Site:
+    rules = explorer.rules
+    assumptions = [
+        ("board", f"{rules.board} (an assumed layout: the sources give no track)"),
+        ("bonus hands", "open: every card in hand is public (the printed rules hide drawn bonus cards)"),
+        ("payoff", "P(P1 wins) + half P(unending), to P1; P2's is 1 minus it"),
+        ("strategies", "hurried: of each side's optimal strategies, the one that ends the game soonest against a"
+                       " stalling opponent; the win split and the length are theirs, the value is unique"),
+    ]
+    if answered is not None:
+        result = answered.result
+        assumptions.append(("certificate", f"largest exploitability over all {result.table_states:,} states of the"
+                                           f" table {result.table_max_exploitability:.1e}"))
+    return Site(rules.name or "(unnamed)", explorer.fingerprint, " ".join(differences_from_default(rules)) or "none",
+                tuple(assumptions), url("/", position="start"))
+
+
+def _render(template: str, explorer: Explorer, *, box: str, here: str | None, answered: Answered | None = None,
+            error: str | None = None, **context) -> str:
+    return _environment().get_template(template).render(
+        site=site(explorer, answered), box=box, error=error,
+        json_url=url("/api/query", position=here or "start"), **context,
+    )
+
+
+def _draws(outcome: Branch) -> str:
+    """'P1 draws ray', 'P1 draws ray, P2 draws trap', or ''."""
+    return ", ".join(f"P{seat + 1} draws {' and '.join(cards)}" for seat, cards in enumerate(outcome.drawn) if cards)
+
+
+def _length(expected: float) -> str:
+    return "never ends under these strategies" if math.isnan(expected) else f"{expected:.2f} turns expected"
+
+
+def cell_links(explorer: Explorer, position: Position, rows: tuple[str, ...], cols: tuple[str, ...]) -> dict:
+    """Where clicking each cell goes: to the pair's likeliest next position,
+    the turn named so its page lists every outcome; where the pair ends the
+    game, to this position with the pair chosen."""
+    text = explorer.text(position)
+    links = {}
+    for row in rows:
+        for col in cols:
+            step = explorer.step(position, Card.parse(row), Card.parse(col))
+            going = [o for o in step.outcomes if o.position is not None]
+            if going:
+                target = max(going, key=lambda o: o.probability)  # the first of equals
+                links[(row, col)] = url("/", position=explorer.text(target.position), **{"from": text}, p1=row, p2=col)
+            else:
+                links[(row, col)] = url("/", position=text, p1=row, p2=col)
+    return links
+
+
+def _step_view(explorer: Explorer, position: Position, step_from: Position | None, cards: tuple[Card, Card]) -> dict:
+    origin = step_from or position
+    step = explorer.step(origin, *cards)
+    answer = explorer.answer(origin)
+    value = answer.matrix[answer.rows.index(cards[0].label)][answer.cols.index(cards[1].label)]
+    origin_text = explorer.text(origin)
+    outcomes = []
+    for o in step.outcomes:
+        text = None if o.position is None else explorer.text(o.position)
+        outcomes.append({
+            "probability": float(o.probability), "chance": str(o.probability), "winner": o.label, "position": text,
+            "here": step_from is not None and o.position == position, "draws": _draws(o),
+            "url": None if text is None else url("/", position=text, **{"from": origin_text}, p1=cards[0].label,
+                                                 p2=cards[1].label),
+        })
+    return {"p1": cards[0].label, "p2": cards[1].label, "value": value, "outcomes": outcomes}
+
+
+def position_page(explorer: Explorer, position: Position, *, step_from: Position | None = None,
+                  cards: tuple[Card, Card] | None = None, box: str | None = None) -> str:
+    """The page of `position`; with `cards`, the turn that pair makes from
+    `step_from` (or from `position` itself) listed with its outcomes."""
+    answered = explorer.answered(position)
+    answer = answered.answer
+    outcomes = answered.result.terminal_outcomes
+    text = explorer.text(position)
+    selected = (cards[0].label, cards[1].label) if cards and step_from is None else None
+    view = {
+        "text": text, "answer": answer, "p1_win": win_probability(answer.terminal_probability, outcomes, Seat.P1),
+        "p2_win": win_probability(answer.terminal_probability, outcomes, Seat.P2),
+        "length": _length(answer.expected_length),
+        "source": ("read from the stored table" if answered.source is not None else
+                   "solved now up to the positions the stored table holds (the table does not hold this one)"),
+        "board": board_svg(explorer.rules, position), "win_split": win_split(answer, outcomes),
+        "p1_bars": strategy_bars("P1's optimal strategy", answer.row_strategy, 0, "p1-strategy"),
+        "p2_bars": strategy_bars("P2's optimal strategy", answer.col_strategy, 1, "p2-strategy"),
+        "matrix": stage_heat_map(answer, cell_links(explorer, position, answer.rows, answer.cols), selected),
+        "step": None if cards is None else _step_view(explorer, position, step_from, cards),
+        "step_from": None if step_from is None else explorer.text(step_from),
+        "step_from_url": None if step_from is None else url("/", position=explorer.text(step_from)),
+    }
+    coach_urls = [url("/coach", position=text, seat=seat) for seat in (1, 2)]
+    return _render("position.html.j2", explorer, box=text if box is None else box, here=text, answered=answered,
+                   view=view, coach_urls=coach_urls)
+
+
+def coach_page(explorer: Explorer, game: CoachGame, moves: list[str]) -> str:
+    """A coached game: the designer's hand to choose from, the turns so far
+    with each card's cost, and at the end the total and where it was lost."""
+    start = explorer.text(game.start)
+    seat = game.seat + 1
+
+    def game_url(cards: list[str], **changes) -> str:
+        params = {"position": start, "seat": seat, "seed": game.seed, "moves": ",".join(cards) or None, **changes}
+        return url("/coach", **params)
+
+    turns = []
+    for t in game.turns:
+        o = t.outcome
+        then = o.label if o.winner is not None else explorer.text(o.position)
+        if _draws(o):
+            then += f"; {_draws(o)}"
+        turns.append({"number": t.number, "position": explorer.text(t.position), "value": t.value,
+                      "mine": t.mine.label, "theirs": t.theirs.label, "chosen": t.chosen, "best": t.best,
+                      "best_cards": " or ".join(t.best_cards), "cost": t.cost, "then": then,
+                      "chance": str(t.chance), "url": url("/", position=explorer.text(t.position))})
+    lost = [turns[t.number - 1] for t in game.lost_turns]
+    now = None if game.position is None else explorer.text(game.position)
+    view = {
+        "seat": game.seat, "seed": game.seed, "start": start, "over": game.over, "winner": game.result,
+        "designer_won": game.designer_won, "turns": turns, "lost": lost, "total_cost": game.total_cost,
+        "start_value": to_seat(explorer.answer(game.start).value, game.seat),
+        "position": now,
+        "value_now": None if game.position is None else to_seat(explorer.answer(game.position).value, game.seat),
+        "choices": [] if game.position is None else [
+            (card.label, game_url([*moves, card.label])) for card in explorer.legal(game.position, game.seat)],
+        "board": None if game.position is None else board_svg(explorer.rules, game.position),
+        "analyse_url": None if now is None else url("/", position=now),
+        "undo_url": game_url(moves[:-1]) if moves else None,
+        "new_url": url("/coach", position=start, seat=seat),
+        "switch_url": url("/coach", position=start, seat=3 - seat, seed=game.seed),
+    }
+    return _render("coach.html.j2", explorer, box=now or start, here=now or start, game=view)
+
+
+def error_page(explorer: Explorer, message: str, box: str) -> str:
+    """The page of a request that cannot be answered: the message, and the box to try again."""
+    return _render("position.html.j2", explorer, box=box, here=None, error=message, view=None,
+                   coach_urls=[url("/coach", seat=seat) for seat in (1, 2)])

@@ -1,0 +1,461 @@
+"""`charge-spark explore`: its API gives what `query --json` gives, its turns
+and coach add up, bad input is one line and a 400, nothing outside its own
+pages is served, user text is escaped, and a real browser can use it."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from fractions import Fraction
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from starlette.testclient import TestClient
+
+from explore_browser import ExploreServer, chrome, console, missing_browser
+from rules.charge_spark.cards import Card
+from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.notation import format_position, parse_position
+from rules.charge_spark.turn import resolve_turn
+from solver.cli import main
+from solver.core.table_file import table_path
+from solver.core.table_reader import TableReader
+from solver.explore.answers import Explorer
+from solver.explore.app import create_app
+from solver.explore.coach import COST_TOLERANCE
+from solver.storage import TABLE_FORMAT
+from solver.tables import readers_kept_open, solved_table
+
+# Small variants, each solved once for the module: one with a star and bonus draws (no Battery at the
+# start, so a game lasts more than one Lightning), one with neither.
+TINY = ["board=S*M", "health=1", "battery_tiles=2", "start_battery=0", "disc_tiles=2", "bonus_cards=ray,copy"]
+BARE = ["board=SM", "health=1", "bonus_cards="]
+VARIANTS = {"tiny": TINY, "bare": BARE}
+
+
+def settings(overrides: list[str]) -> list[str]:
+    return [item for override in overrides for item in ("--set", override)]
+
+
+class Table:
+    """A solved variant: its rules, cache and an in-process client of the explorer."""
+
+    def __init__(self, overrides: list[str], cache_dir) -> None:
+        self.overrides = overrides
+        self.rules = apply_overrides(RuleSet(), overrides)
+        self.cache_dir = str(cache_dir)
+        solved_table(self.rules, self.cache_dir)
+        self.explorer = Explorer(self.rules, self.cache_dir)
+        self.client = TestClient(create_app(self.explorer))
+
+    def positions(self, count: int, seed: int = 0) -> list[str]:
+        """`count` random positions of the table (every state stored is reachable from the start)."""
+        key = fingerprint(self.rules)
+        reader = TableReader(table_path(self.cache_dir, key), key, TABLE_FORMAT)
+        states = reader.take("states", 0, reader.num_states)
+        game = ChargeSparkGame(self.rules)
+        codes = np.random.default_rng(seed).choice(states, count, replace=False)
+        return [format_position(game.decode(int(code))) for code in codes]
+
+    def cli(self, *args: str):
+        return CliRunner().invoke(main, [*args, *settings(self.overrides), "--cache-dir", self.cache_dir])
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("explore-tables")
+    with readers_kept_open():  # as the server runs
+        yield {name: Table(overrides, cache) for name, overrides in VARIANTS.items()}
+
+
+@pytest.fixture(scope="module")
+def tiny(tables) -> Table:
+    return tables["tiny"]
+
+
+# --- the API against the command line --------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_api_query_is_exactly_query_json_at_random_reachable_positions(tables, variant):
+    table = tables[variant]
+    for position in ["start", *table.positions(6, seed=len(variant))]:
+        done = table.cli("query", position, "--json")
+        assert done.exit_code == 0, done.output
+        response = table.client.get("/api/query", params={"position": position})
+        assert response.status_code == 200
+        assert response.json() == json.loads(done.stdout)
+
+
+def test_api_query_normalises_the_position_it_is_given(tiny):
+    answer = tiny.client.get("/api/query", params={"position": "b1 rest=spark / rest=move"}).json()
+    assert answer["position"] == "h1 b1 d0 p0 rest=spark / h1 b0 d0 p0 rest=move"
+    assert answer["fingerprint"] == fingerprint(tiny.rules)
+
+
+def test_api_step_gives_the_rules_outcomes_whose_values_make_the_stage_matrix(tiny):
+    """Each cell of the stage matrix is the chance-weighted value of the positions its pair leads to."""
+    for position in ["start", *tiny.positions(5, seed=3)]:
+        answer = tiny.client.get("/api/query", params={"position": position}).json()
+        matrix = answer["matrix"]
+        for i, p1 in enumerate(matrix["rows"]):
+            for j, p2 in enumerate(matrix["cols"]):
+                step = tiny.client.get("/api/step", params={"position": position, "p1": p1, "p2": p2}).json()
+                outcomes = step["outcomes"]
+                assert sum(Fraction(o["chance"]) for o in outcomes) == 1
+                expected = resolve_turn(tiny.rules, parse_position(position, tiny.rules), Card.parse(p1), Card.parse(p2))
+                assert [Fraction(o["chance"]) for o in outcomes] == [p for p, _ in expected]
+                value = 0.0
+                for o in outcomes:
+                    if o["winner"] is not None:
+                        assert o["position"] is None and o["winner_seat"] in (1, 2) and o["kind"] in ("knock-out", "moon")
+                        value += o["probability"] * (1.0 if o["winner_seat"] == 1 else 0.0)
+                    else:
+                        after = tiny.client.get("/api/query", params={"position": o["position"]}).json()
+                        value += o["probability"] * after["value"]
+                assert value == pytest.approx(matrix["values"][i][j], abs=1e-12)
+
+
+def test_a_move_onto_a_star_draws_each_bonus_card_with_its_chance(tiny):
+    step = tiny.client.get("/api/step", params={"position": "start", "p1": "move", "p2": "charge"}).json()
+    draws = sorted((o["p1_draws"], o["chance"]) for o in step["outcomes"])
+    assert draws == [(["copy"], "1/2"), (["ray"], "1/2")]
+    assert all(o["position"].startswith("h1 b0 d0 p1 rest=move bonus=") for o in step["outcomes"])
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+BAD_POSITIONS = {
+    "health out of range": "h5 / h1",
+    "unknown token": "x1 / h1",
+    "no slash": "h1 b2",
+    "unknown card in rest": "rest=sword / h1",
+    "script": "<script>alert('x')</script>",
+    "path": "../../etc/passwd",
+    "empty": "",
+}
+
+
+@pytest.mark.parametrize("text", BAD_POSITIONS.values(), ids=BAD_POSITIONS.keys())
+def test_a_bad_position_is_a_400_with_the_clis_line(tiny, text):
+    done = tiny.cli("query", text, "--json")
+    assert done.exit_code == 2
+    cli_line = done.stderr.strip()
+    response = tiny.client.get("/api/query", params={"position": text})
+    assert response.status_code == 400
+    assert response.headers["content-type"].startswith("application/json")
+    assert cli_line == f"charge-spark: error: {response.json()['error']}"
+    step = tiny.client.get("/api/step", params={"position": text, "p1": "charge", "p2": "charge"})
+    assert step.status_code == 400 and step.json() == response.json()
+
+
+BAD_CARDS = {
+    "unknown card": ({"p1": "sword", "p2": "charge"}, "unknown card 'sword'"),
+    "unaffordable": ({"p1": "counter", "p2": "charge"}, "P1 cannot play counter"),
+    "not in hand": ({"p1": "charge", "p2": "ray"}, "P2 cannot play ray"),
+    "missing": ({"p1": "charge"}, "no card given for P2"),
+}
+
+
+@pytest.mark.parametrize("cards,expected", BAD_CARDS.values(), ids=BAD_CARDS.keys())
+def test_a_bad_card_is_a_400_naming_it(tiny, cards, expected):
+    response = tiny.client.get("/api/step", params={"position": "start", **cards})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert expected in error and "\n" not in error
+    if "sword" in expected:  # the CLI's own line for an unknown card
+        done = tiny.cli("query", "rest=sword / h1", "--json")
+        assert done.stderr.strip().endswith(error)
+
+
+def test_an_html_string_in_the_position_box_is_escaped(tiny):
+    attack = '"><script>alert(1)</script><img src=x onerror=alert(2)>'
+    response = tiny.client.get("/", params={"position": attack})
+    assert response.status_code == 400
+    page = response.text
+    assert "<script>alert" not in page and "<img" not in page
+    assert 'value="&#34;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;"' in page  # the box
+    assert "&lt;script&gt;alert(1)&lt;" in page.split('id="error"')[1]  # the message (the token up to '/'), as text
+    assert page.count("<script>") == 1  # the page's own
+
+
+def test_a_rule_sets_name_is_escaped_everywhere(tiny):
+    rules = apply_overrides(tiny.rules, ["name=<b>bold</b> & <script>x()</script>"])
+    assert fingerprint(rules) == fingerprint(tiny.rules)  # a name does not change the game: same table
+    client = TestClient(create_app(Explorer(rules, tiny.cache_dir)))
+    for path in ("/", f"/coach?{urlencode({'seed': 1, 'moves': 'charge'})}"):
+        page = client.get(path).text
+        assert "&lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;x()&lt;/script&gt;" in page
+        assert "<b>bold" not in page and page.count("<script>") == 1
+
+
+def test_pages_and_api_carry_no_traceback_and_refuse_other_methods(tiny):
+    assert tiny.client.post("/api/query", params={"position": "start"}).status_code == 405
+    response = tiny.client.get("/?position=h9%20/%20h9")
+    assert response.status_code == 400 and "Traceback" not in response.text
+    assert "player 1, token &#39;h9&#39;" in response.text
+    assert "default-src 'none'" in response.headers["content-security-policy"]
+
+
+@pytest.fixture(scope="module")
+def server(tiny):
+    """The command itself, on a free port, over the tiny table."""
+    with ExploreServer([*settings(TINY), "--cache-dir", tiny.cache_dir]) as running:
+        yield running
+
+
+def raw_get(url: str, target: str, host: str | None = None) -> tuple[int, str]:
+    """GET `target` sent byte for byte (no client tidies the path up)."""
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: {host or parts.netloc}\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.decode(errors="replace").partition("\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+TRAVERSALS = ["/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/..%2f..%2f..%2fetc%2fpasswd",
+              "/api/../../../../etc/passwd", "/static/../../../etc/passwd", "//etc/passwd",
+              "/%2e%2e%5c%2e%2e%5cetc%5cpasswd", "/coach/../../etc/passwd", "/etc/passwd%00"]
+
+
+@pytest.mark.parametrize("target", TRAVERSALS)
+def test_nothing_but_its_own_pages_is_served(server, target):
+    status, body = raw_get(server.url, target)
+    assert status in (400, 404)
+    assert "root:" not in body and "Traceback" not in body
+
+
+def test_a_position_naming_a_file_is_a_bad_position(server):
+    status, body = raw_get(server.url, "/api/query?position=..%2F..%2F..%2Fetc%2Fpasswd")
+    assert status == 400 and "root:" not in body and json.loads(body)["error"].startswith("expected the two players")
+
+
+def test_a_loopback_server_answers_only_to_loopback_names(server):
+    assert raw_get(server.url, "/api/query?position=start")[0] == 200
+    assert raw_get(server.url, "/api/query?position=start", host=f"localhost:{urlsplit(server.url).port}")[0] == 200
+    assert raw_get(server.url, "/api/query?position=start", host="attacker.example")[0] == 400
+
+
+def test_the_command_prints_a_loopback_url_and_stops_on_ctrl_c(tiny):
+    running = ExploreServer([*settings(TINY), "--cache-dir", tiny.cache_dir])
+    try:
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/", running.url)
+        assert raw_get(running.url, "/")[0] == 200
+    finally:
+        status = running.stop()
+    assert status == 130
+    assert running.process.stderr.read().strip() == "charge-spark: interrupted; the explorer stopped; nothing partial was saved"
+
+
+def test_a_port_in_use_is_one_line_and_exit_two(tiny):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = tiny.cli("explore", "--port", str(port))
+    assert done.exit_code == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and f"cannot listen on 127.0.0.1 port {port}" in done.stderr
+
+
+# --- the position page --------------------------------------------------------------------------
+
+
+def cells(page: str) -> dict[tuple[str, str], str]:
+    """The matrix's cell links by (P1's card, P2's card), unescaped."""
+    found = re.findall(r'<a href="([^"]+)" class="cell[^"]*" data-p1="([^"]+)" data-p2="([^"]+)"', page)
+    return {(p1, p2): href.replace("&amp;", "&") for href, p1, p2 in found}
+
+
+def test_the_position_page_shows_board_value_strategies_matrix_fingerprint_and_assumptions(tiny):
+    page = tiny.client.get("/", params={"position": "start"}).text
+    answer = tiny.client.get("/api/query", params={"position": "start"}).json()
+    start = answer["position"]
+    assert f'<code id="position">{start}</code>' in page
+    assert fingerprint(tiny.rules) in page and "open: every card in hand is public" in page
+    assert "S*M (an assumed layout" in page and 'id="board"' in page and page.count('class="pawn"') == 2
+    assert f'{answer["value"]:.6f}' in page
+    assert 'id="p1-strategy"' in page and 'id="p2-strategy"' in page and 'id="win-split"' in page
+    assert set(cells(page)) == {(r, c) for r in answer["matrix"]["rows"] for c in answer["matrix"]["cols"]}
+
+
+def test_a_cell_moves_to_where_its_pair_leads_and_lists_every_outcome(tiny):
+    start_page = tiny.client.get("/", params={"position": "start"}).text
+    link = cells(start_page)[("move", "charge")]
+    query = parse_qs(urlsplit(link).query)
+    step = tiny.client.get("/api/step", params={"position": "start", "p1": "move", "p2": "charge"}).json()
+    assert query["position"][0] in [o["position"] for o in step["outcomes"]]
+    page = tiny.client.get(link).text
+    assert f'<code id="position">{query["position"][0]}</code>' in page
+    listed = re.findall(r'<li class="outcome[^"]*">chance ([0-9/]+)', page)
+    assert listed == [o["chance"] for o in step["outcomes"]]
+    assert "(you are here)" in page and "P1 draws" in page
+
+
+def test_a_cell_that_ends_the_game_says_who_won(tiny):
+    for position in tiny.positions(40, seed=9):
+        for (p1, p2), link in cells(tiny.client.get("/", params={"position": position}).text).items():
+            step = tiny.client.get("/api/step", params={"position": position, "p1": p1, "p2": p2}).json()
+            (winner,) = {o["winner"] for o in step["outcomes"]}
+            if winner is not None:
+                query = parse_qs(urlsplit(link).query)
+                assert query["position"] == [position] and (query["p1"], query["p2"]) == ([p1], [p2])
+                page = tiny.client.get(link).text
+                assert f'<strong class="winner">{winner}</strong>' in page and 'class="cell selected"' in page
+                return
+    raise AssertionError("no pair ends the game at 40 positions")
+
+
+# --- the coach ----------------------------------------------------------------------------------
+
+
+def coach(table: Table, **params) -> dict:
+    response = table.client.get("/api/coach", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def play(table: Table, seed: int, seat: int = 1, turns: int = 200) -> tuple[dict, list[str]]:
+    """A coached game in which the designer plays, at turn t, the t-th of
+    their playable cards (cyclically), until it ends or `turns` are played."""
+    moves: list[str] = []
+    while True:
+        game = coach(table, seed=seed, seat=seat, moves=",".join(moves))
+        if game["winner"] is not None or len(moves) == turns:
+            return game, moves
+        legal = table.explorer.legal(parse_position(game["position"], table.rules), seat - 1)
+        moves.append(legal[len(moves) % len(legal)].label)
+
+
+def test_a_coached_game_replays_from_its_seed(tiny):
+    first, moves = play(tiny, seed=11, turns=6)
+    assert coach(tiny, seed=11, moves=",".join(moves)) == first
+    assert [t["card"] for t in first["turns"]] == moves
+    games = {tuple((t["solver_card"], t["next"]) for t in play(tiny, seed=seed, turns=4)[0]["turns"]) for seed in range(8)}
+    assert len(games) > 1  # the seed matters where the solver mixes or chance draws
+
+
+def test_the_solvers_card_does_not_depend_on_the_designers_card_that_turn(tiny):
+    for seed in range(4):
+        for length in range(4):
+            game, moves = play(tiny, seed=seed, turns=length)
+            if game["winner"] is not None:
+                break
+            legal = tiny.explorer.legal(parse_position(game["position"], tiny.rules), 0)
+            solver_cards = {coach(tiny, seed=seed, moves=",".join([*moves, card.label]))["turns"][-1]["solver_card"]
+                            for card in legal}
+            assert len(solver_cards) == 1
+
+
+@pytest.mark.parametrize("seat", [1, 2])
+def test_each_cards_cost_is_its_value_against_the_solvers_strategy_below_the_best(tiny, seat):
+    game, _ = play(tiny, seed=5, seat=seat, turns=10)
+    assert game["turns"] and any(t["cost"] > 0 for t in game["turns"]) and any(t["cost"] == 0 for t in game["turns"])
+    for turn in game["turns"]:
+        answer = tiny.client.get("/api/query", params={"position": turn["position"]}).json()
+        matrix, rows, cols = answer["matrix"]["values"], answer["matrix"]["rows"], answer["matrix"]["cols"]
+        if seat == 1:
+            expected = {r: sum(matrix[i][j] * answer["p2_strategy"][c] for j, c in enumerate(cols)) for i, r in enumerate(rows)}
+        else:
+            expected = {c: 1 - sum(matrix[i][j] * answer["p1_strategy"][r] for i, r in enumerate(rows)) for j, c in enumerate(cols)}
+        assert turn["card_values"] == pytest.approx(expected, abs=1e-12)
+        value = answer["value"] if seat == 1 else 1 - answer["value"]
+        assert turn["value"] == pytest.approx(value, abs=1e-12)
+        assert turn["best_value"] == pytest.approx(value, abs=1e-8)  # the solver's strategy is optimal
+        gap = turn["best_value"] - turn["chosen_value"]
+        assert turn["cost"] == (gap if gap > COST_TOLERANCE else 0.0)
+        step = tiny.client.get("/api/step", params={
+            "position": turn["position"], "p1": turn["card"] if seat == 1 else turn["solver_card"],
+            "p2": turn["solver_card"] if seat == 1 else turn["card"]}).json()
+        assert (turn["next"], turn["winner"]) in [(o["position"], o["winner"]) for o in step["outcomes"]]
+    assert game["total_cost"] == pytest.approx(sum(t["cost"] for t in game["turns"]))
+    assert game["lost_turns"] == [t["turn"] for t in sorted(game["turns"], key=lambda t: (-t["cost"], t["turn"]))
+                                  if t["cost"] > 0]
+
+
+def test_a_finished_game_shows_its_total_cost_and_where_it_was_lost(tiny):
+    game, played = play(tiny, seed=2)
+    assert game["winner"] is not None
+    moves = ",".join(played)
+    page = tiny.client.get("/coach", params={"seed": 2, "moves": moves}).text
+    assert game["winner"] in page and 'id="summary"' in page
+    assert f'id="total-cost">{game["total_cost"]:.4f}<' in page
+    for number in game["lost_turns"]:
+        assert f"turn {number} (" in page
+    assert page.count('<tr class="turn') == len(game["turns"])
+    over = tiny.client.get("/api/coach", params={"seed": 2, "moves": moves + ",charge"})
+    assert over.status_code == 400 and "the game ended at turn" in over.json()["error"]
+
+
+def test_a_coach_without_a_seed_gets_one_in_its_address(tiny):
+    response = tiny.client.get("/coach", params={"seat": 2}, follow_redirects=False)
+    assert response.status_code == 303
+    query = parse_qs(urlsplit(response.headers["location"]).query)
+    assert query["seat"] == ["2"] and query["seed"][0].isdigit() and query["position"][0].startswith("h1 b0")
+
+
+BAD_COACH = {
+    "seed": ({"seed": "x1"}, "seed must be a whole number"),
+    "seat": ({"seed": 1, "seat": 3}, "seat must be 1 or 2"),
+    "illegal card": ({"seed": 1, "moves": "counter"}, "turn 1: P1 cannot play counter"),
+    "unknown card": ({"seed": 1, "moves": "charge,sword"}, "turn 2: unknown card 'sword'"),
+}
+
+
+@pytest.mark.parametrize("params,expected", BAD_COACH.values(), ids=BAD_COACH.keys())
+def test_a_bad_coach_request_is_a_400_naming_it(tiny, params, expected):
+    response = tiny.client.get("/api/coach", params=params)
+    assert response.status_code == 400 and expected in response.json()["error"]
+    page = tiny.client.get("/coach", params=params)
+    assert page.status_code == 400 and expected.replace("'", "&#39;") in page.text
+
+
+# --- a real browser -----------------------------------------------------------------------------
+
+no_browser = missing_browser()
+
+
+@pytest.mark.skipif(no_browser is not None, reason=f"no browser to drive: {no_browser}")
+def test_a_browser_clicks_through_positions_and_plays_the_coach(server, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    driver = chrome()
+    try:
+        driver.get(server.url)
+        start = driver.find_element(By.ID, "position").text
+        driver.find_element(By.CSS_SELECTOR, 'a.cell[data-p1="move"][data-p2="charge"]').click()
+        moved = driver.find_element(By.ID, "position").text
+        assert moved != start and "p1 rest=move bonus=" in moved
+        assert "position=" in driver.current_url and "(you are here)" in driver.find_element(By.ID, "step").text
+        driver.find_element(By.ID, "back").click()
+        assert driver.find_element(By.ID, "position").text == start
+        driver.find_element(By.ID, "forward").click()
+        assert driver.find_element(By.ID, "position").text == moved
+        assert console(driver) == []
+        box = driver.find_element(By.ID, "position-box")
+        box.clear()
+        box.send_keys("<script>alert(1)</script>\n")
+        assert "'<script>alert(1)<'" in driver.find_element(By.ID, "error").text  # text, not markup
+        # The bad request's 400 is the one message: no script ran, nothing failed.
+        assert [m for m in console(driver) if "status of 400 (Bad Request)" not in m] == []
+
+        driver.get(f"{server.url}coach?seat=1&seed=4")
+        for turn in range(1, 30):
+            if driver.find_elements(By.ID, "summary"):
+                break
+            driver.find_elements(By.CSS_SELECTOR, "#hand a.play")[0].click()
+            assert len(driver.find_elements(By.CSS_SELECTOR, "#history tr.turn")) == turn
+        summary = driver.find_element(By.ID, "summary").text
+        assert "Total cost of your cards" in summary and "seed" in driver.find_element(By.ID, "coach-setup").text
+        png = tmp_path / "coach.png"
+        driver.save_screenshot(str(png))
+        assert png.stat().st_size > 10_000
+        assert console(driver) == []
+    finally:
+        driver.quit()
