@@ -424,6 +424,8 @@ no_browser = missing_browser()
 @pytest.mark.skipif(no_browser is not None, reason=f"no browser to drive: {no_browser}")
 def test_a_browser_clicks_through_positions_and_plays_the_coach(server, tmp_path):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
 
     driver = chrome()
     try:
@@ -441,7 +443,9 @@ def test_a_browser_clicks_through_positions_and_plays_the_coach(server, tmp_path
         box = driver.find_element(By.ID, "position-box")
         box.clear()
         box.send_keys("<script>alert(1)</script>\n")
-        assert "'<script>alert(1)<'" in driver.find_element(By.ID, "error").text  # text, not markup
+        # Submitting the form does not wait for the page it loads (a click on a link does).
+        error = WebDriverWait(driver, 30).until(expected_conditions.presence_of_element_located((By.ID, "error")))
+        assert "'<script>alert(1)<'" in error.text  # text, not markup
         # The bad request's 400 is the one message: no script ran, nothing failed.
         assert [m for m in console(driver) if "status of 400 (Bad Request)" not in m] == []
 

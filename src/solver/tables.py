@@ -73,9 +73,9 @@ def cached_table(
 ) -> SolveResult | None:
     """The solved table at `path`, or None; a damaged one is reported through
     `warn`, moved aside and ignored. `mapped`: memory-mapped rather than read
-    into memory (every block still verified)."""
+    into memory (every block verified, once for a reader kept open: `readers_kept_open`)."""
     try:
-        return TableReader(path, key, TABLE_FORMAT).mapped() if mapped else load_table(path, key, fmt=TABLE_FORMAT)
+        return _reader(path, key).mapped() if mapped else load_table(path, key, fmt=TABLE_FORMAT)
     except FileNotFoundError:
         return None
     except DamagedTableError as error:
