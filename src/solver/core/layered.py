@@ -62,7 +62,7 @@ from .graph import (
     sorted_contains,
 )
 from .hurry import Exits, ScoredGuarantees, hurry, scored, scored_guarantees
-from .result import PER_STATE_HURRY
+from .result import ARRAY_FIELDS, PER_STATE_HURRY
 from .shapley import bellman_residual
 
 WarmStart = Callable[[np.ndarray], np.ndarray]
@@ -321,6 +321,11 @@ class LayeredSolution:
     rounds: int  # best-response rounds spent on cyclic components
     certify_seconds: float  # of the whole, the time spent on the certificate, hurried play and outcome probabilities
 
+    def arrays(self) -> dict[str, Any]:
+        """The arrays a `SolveResult` holds, by its names (the game's payoffs aside)."""
+        return {name: getattr(self, "middle" if name == "values" else name)
+                for name in ARRAY_FIELDS if name != "terminal_payoff"}
+
 
 @dataclass(frozen=True, eq=False)
 class ExitFigures:
@@ -369,6 +374,17 @@ class LayerSolution:
     bellman_residual: float
     rounds: int
     certify_seconds: float
+
+    def per_state(self) -> dict[str, Any]:
+        """The per-state arrays a `SolveResult` holds, by its names."""
+        return {
+            "values": self.middle, "row_strategy": self.row_strategy, "col_strategy": self.col_strategy,
+            "terminal_probability": self.terminal_probability, "unending_probability": self.unending_probability,
+            "ending_turns": self.ending_turns, "p1_guarantee": self.p1_guarantee, "p2_guarantee": self.p2_guarantee,
+            "p1_buzzer": self.buzzer[0], "p2_buzzer": self.buzzer[1],
+            "p1_guarantee_u0": self.scored.p1_u0, "p2_guarantee_u0": self.scored.p2_u0,
+            "p1_guarantee_u1": self.scored.p1_u1, "p2_guarantee_u1": self.scored.p2_u1, "fallback": self.fallback,
+        }
 
 
 def solve_layer(
@@ -618,15 +634,6 @@ class _SharedFigures:
     workers write the figures of the states they finish and read those of
     the states their layer exits to."""
 
-    # Set by name from PER_STATE_HURRY below; declared so that readers type-check.
-    p1_buzzer: np.ndarray
-    p2_buzzer: np.ndarray
-    p1_guarantee_u0: np.ndarray
-    p2_guarantee_u0: np.ndarray
-    p1_guarantee_u1: np.ndarray
-    p2_guarantee_u1: np.ndarray
-    fallback: np.ndarray
-
     def __init__(self, n: int, terminals: int) -> None:
         self.p1_guarantee = _shared((n,), np.float64)
         self.p2_guarantee = _shared((n,), np.float64)
@@ -636,8 +643,10 @@ class _SharedFigures:
         self.terminal = _shared((n, terminals), np.float64)
         self.unending = _shared((n,), np.float64)
         self.ending_turns = _shared((n,), np.float64)
-        for name in PER_STATE_HURRY:
-            setattr(self, name, _shared((n,), np.int8 if name == "fallback" else np.float64))
+        self.p1_buzzer, self.p2_buzzer = _shared((n,), np.float64), _shared((n,), np.float64)
+        self.p1_guarantee_u0, self.p2_guarantee_u0 = _shared((n,), np.float64), _shared((n,), np.float64)
+        self.p1_guarantee_u1, self.p2_guarantee_u1 = _shared((n,), np.float64), _shared((n,), np.float64)
+        self.fallback = _shared((n,), np.int8)
         self.row_count = _shared((n,), np.int16)
         self.col_count = _shared((n,), np.int16)
         self.finished = _shared((n,), np.bool_)
