@@ -1,4 +1,4 @@
-"""Gambit extensive-form (.efg) files of `GameTree`s, written.
+r"""Gambit extensive-form (.efg) files of `GameTree`s, written.
 
 The format (version 4, "EFG 2 R"): a header naming the game and the two
 players, then one line per node in depth-first order, a node's children
@@ -23,11 +23,20 @@ probabilities to sum to exactly one: where the rationals do not, the largest
 is written as one minus the others (a change within `GameTree.problem`'s
 tolerance of 1e-12).
 
-Two options serve readers that take less than Gambit does. OpenSpiel's
-reader parses a rational's numerator and denominator as 32-bit integers and
-reads quoted names without undoing escapes: `decimal=True` writes each float
-as the shortest decimal that reads back as it, and `labels=False` leaves
-node and set names empty and numbers the actions 1, 2, ...
+Names are quoted with `\"` and `\\` escapes, as Gambit writes them. Gambit
+wants node labels unique, so a repeated one gets " #2", " #3", ...; actions
+are told apart by name, so repeated and empty action names are made unique
+the same way. (Gambit 16.7's reader reads `\\` back as three backslashes,
+and a name ending in one runs on past its closing quote: names with
+backslashes do not survive it.)
+
+Two options serve readers that take less. OpenSpiel's reader parses a
+rational's numerator and denominator as 32-bit integers and reads quoted
+names without undoing escapes: `decimal=True` writes each float as the
+shortest decimal that reads back as it, and `labels=False` leaves node and
+set names empty and numbers the actions 1, 2, ... The latter also suits a
+big tree going to Gambit, whose reader compares each node label with every
+other node's (12,001 labelled nodes: 35 s to read, unlabelled 0.3 s).
 """
 
 from __future__ import annotations
@@ -67,9 +76,12 @@ def simplest_fraction(x: float) -> Fraction:
     return exact  # not reached: the last convergent is x itself
 
 
-def _rational(x: float) -> str:
-    value = simplest_fraction(x)
+def _fraction(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
+
+
+def _rational(x: float) -> str:
+    return _fraction(simplest_fraction(x))
 
 
 def _decimal(x: float) -> str:
@@ -85,22 +97,35 @@ def _rational_probabilities(values: Sequence[float]) -> list[str]:
     if total != 1:  # Gambit wants exactly one
         largest = max(range(len(fractions)), key=lambda i: fractions[i])
         fractions[largest] += 1 - total
-    return [str(f.numerator) if f.denominator == 1 else f"{f.numerator}/{f.denominator}" for f in fractions]
+    return [_fraction(f) for f in fractions]
 
 
 def _decimal_probabilities(values: Sequence[float]) -> list[str]:
     return [_decimal(p) for p in values]
 
 
+class _Distinct:
+    """Names made unique in the order they come: a repeat gets " #2", " #3", ...
+    The empty name (an unlabelled node, which Gambit allows) is left alone."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.repeats: dict[str, int] = {}
+
+    def __call__(self, name: str) -> str:
+        candidate = name
+        while candidate in self.seen:
+            self.repeats[name] = self.repeats.get(name, 1) + 1
+            candidate = f"{name} #{self.repeats[name]}"
+        if candidate:
+            self.seen.add(candidate)
+        return candidate
+
+
 def _distinct(names: Sequence[str]) -> list[str]:
-    """`names` with empty and repeated ones made unique (a reader tells actions apart by name)."""
-    out: list[str] = []
-    for i, name in enumerate(names):
-        candidate = name or str(i + 1)
-        while candidate in out:
-            candidate += "'"
-        out.append(candidate)
-    return out
+    """Action names, unique (readers tell actions apart by name): an empty one is numbered by its place."""
+    distinct = _Distinct()
+    return [distinct(name or str(i + 1)) for i, name in enumerate(names)]
 
 
 def write_efg(
@@ -131,11 +156,12 @@ def write_efg(
         set_name = ['""'] * len(tree.infosets)
 
     lines = [f"EFG 2 R {_quoted(title)} {{ {' '.join(map(_quoted, PLAYERS))} }}", '""', ""]
+    node_name = _Distinct()  # Gambit wants node labels unique
     chance_sets = outcomes = 0
     stack = [0]
     while stack:
         node = stack.pop()
-        name = _quoted(tree.label[node]) if labels else '""'
+        name = _quoted(node_name(tree.label[node])) if labels else '""'
         player = tree.player[node]
         children = tree.children[node]
         if player == LEAF:
