@@ -10,7 +10,9 @@ import itertools
 import nashpy
 import numpy as np
 import pytest
+import scipy.optimize
 
+from solver.core import sequence_form as sequence_form_module
 from solver.core.game_tree import GameTree
 from solver.core.sequence_form import (
     SequenceFormError,
@@ -277,6 +279,20 @@ def test_sets_never_reached_get_uniform_play():
     np.testing.assert_allclose(sol.behaviour[0][1], [1 / 3] * 3, atol=1e-15)
 
 
+@pytest.mark.parametrize("p", [1e-3, 5e-10, 1e-11])
+def test_unlikely_decisions_are_still_taken_right(p):
+    """HiGHS by default reads matrix entries below 1e-9 as zero, which would leave this choice to chance."""
+    tree = GameTree()
+    root = tree.add_chance()
+    tree.add_leaf(0.0, root, 0, 1 - p)
+    rare = tree.add_decision(0, "rare", ["bad", "good"], root, 1, p)
+    tree.add_leaf(0.0, rare, 0)
+    tree.add_leaf(1.0, rare, 1)
+    sol = solve_tree(tree)
+    np.testing.assert_array_equal(sol.behaviour[0][0], [0, 1])
+    assert sol.value == pytest.approx(p, rel=1e-9)
+
+
 def test_one_set_at_different_depths():
     """Player 2 cannot tell 'player 1 went left' from 'right, then chance': the set's
     nodes lie at depths 1 and 2, and the best response must weigh both."""
@@ -438,3 +454,30 @@ def test_bad_arguments_raise_value_errors():
     sol = solve_tree(tree)
     with pytest.raises(ValueError, match="lacks"):
         strategy_value(tree, sol.behaviour[0], {i: p[:1] for i, p in sol.behaviour[1].items()})
+
+
+def test_a_failed_lp_raises_instead_of_returning_garbage(monkeypatch):
+    tree = kuhn_tree()
+    real = scipy.optimize.linprog
+
+    def failing(*args, **kwargs):
+        return scipy.optimize.OptimizeResult(status=4, message="numerical difficulties", x=None, ineqlin=None)
+
+    monkeypatch.setattr(scipy.optimize, "linprog", failing)
+    with pytest.raises(SequenceFormError, match="status 4"):
+        solve_tree(tree)
+
+    def garbled_duals(*args, **kwargs):
+        res = real(*args, **kwargs)
+        res.ineqlin.marginals = res.ineqlin.marginals[::-1].copy()
+        return res
+
+    monkeypatch.setattr(scipy.optimize, "linprog", garbled_duals)
+    with pytest.raises(SequenceFormError, match="misses F y = f"):
+        solve_tree(tree)
+
+
+def test_an_option_highs_rejects_is_an_error(monkeypatch):
+    monkeypatch.setitem(sequence_form_module._HIGHS_OPTIONS, "primal_feasibility_tolerance", 1e-13)
+    with pytest.raises(SequenceFormError, match="rejected"):
+        solve_tree(kuhn_tree())

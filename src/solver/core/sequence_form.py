@@ -19,6 +19,7 @@ strategies independently (`exploitability`).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,8 +44,9 @@ __all__ = [
 Behaviour = dict[int, np.ndarray]
 """Information-set index -> probabilities of its actions (float64, summing to 1)."""
 
-# HiGHS rejects (and then ignores, with only a warning) feasibility tolerances below 1e-10.
-_HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+# The least values HiGHS accepts; it ignores smaller ones with only a warning. By default it reads
+# matrix entries below 1e-9 as zero, which loses decisions a leaf's reach times stakes make that small.
+_HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10, "small_matrix_value": 1e-12}
 _METHOD = "highs-ds"
 # Residuals a vertex solution of the normalised LP (payoffs in [0, 1]) stays far below.
 _CHECK_TOL = 1e-8
@@ -188,9 +190,18 @@ def solve_tree(tree: GameTree, payoffs: np.ndarray | None = None) -> TreeSolutio
     A_ub = sp.hstack((-sf.A.T, sf.F.T), format="csr")
     A_eq = sp.hstack((sf.E, sp.csr_matrix((sf.E.shape[0], len(sf.f)))), format="csr")
     bounds = [(0.0, None)] * n1 + [(None, None)] * len(sf.f)
-    res = scipy.optimize.linprog(
-        c, A_ub=A_ub, b_ub=np.zeros(n2), A_eq=A_eq, b_eq=sf.e, bounds=bounds, method=_METHOD, options=_HIGHS_OPTIONS,
-    )
+    with warnings.catch_warnings():
+        # scipy passes HiGHS's own small_matrix_value on verbatim, and says so; an option HiGHS
+        # rejects would silently loosen the solve, so that is an error.
+        warnings.filterwarnings("ignore", "Unrecognized options", scipy.optimize.OptimizeWarning)
+        warnings.filterwarnings("error", "Invalid option value", scipy.optimize.OptimizeWarning)
+        try:
+            res = scipy.optimize.linprog(
+                c, A_ub=A_ub, b_ub=np.zeros(n2), A_eq=A_eq, b_eq=sf.e, bounds=bounds, method=_METHOD,
+                options=_HIGHS_OPTIONS,
+            )
+        except scipy.optimize.OptimizeWarning as rejected:
+            raise SequenceFormError(f"HiGHS rejected an option of {_HIGHS_OPTIONS}: {rejected}") from rejected
     if res.status != 0 or res.x is None or res.ineqlin is None:
         raise SequenceFormError(f"sequence-form LP failed (status {res.status}): {res.message}")
     # HiGHS may return -1e-17 for a zero. linprog minimises, so a <= row's marginal is -(its dual) <= 0.
