@@ -15,6 +15,10 @@ throughout (player 1 maximises, player 2 minimises).
 
 `best_response` is a plain bottom-up pass, no LP: it checks the LP's
 strategies independently (`exploitability`).
+
+The LP works in floating point: a decision whose stakes (its reach times the
+payoffs it moves) are below ~1e-12 of the leaves' payoff range may be taken
+either way, and sets a player's own plan never reaches get uniform play.
 """
 
 from __future__ import annotations
@@ -75,12 +79,16 @@ class SequenceForm:
 @dataclass(frozen=True, eq=False)
 class TreeSolution:
     value: float
+    """Player 1's payoff at equilibrium."""
     behaviour: tuple[Behaviour, Behaviour]
+    """Player 1's and player 2's optimal behaviour strategies."""
     realization: tuple[np.ndarray, np.ndarray]
+    """The realization plans x and y they come from, indexed like `SequenceForm.sequences`."""
     method: str
     status: int
     message: str
     iterations: int
+    """linprog's method, status (0: optimal), message and simplex iterations."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,9 +129,12 @@ def _node_sequences(tree: GameTree, player: int, first: dict[int, int]) -> np.nd
 
 
 def sequence_form(tree: GameTree, payoffs: np.ndarray | None = None) -> SequenceForm:
-    """The sequence-form matrices of `tree`, at `payoffs` (per node, as `tree.payoffs()`) if given."""
+    """The sequence-form matrices of `tree`, at `payoffs` (per node, as `tree.payoffs()`; only leaves count) if given."""
     _check_tree(tree)
-    u = _leaf_payoffs(tree, payoffs)
+    return _sequence_form(tree, _leaf_payoffs(tree, payoffs))
+
+
+def _sequence_form(tree: GameTree, u: np.ndarray) -> SequenceForm:
     sequences: list[list[tuple[int, int]]] = []
     parents: list[dict[int, int]] = []
     firsts: list[dict[int, int]] = []
@@ -183,7 +194,7 @@ def solve_tree(tree: GameTree, payoffs: np.ndarray | None = None) -> TreeSolutio
     span = hi - lo if hi > lo else 1.0
     normalised = np.zeros(len(tree))
     normalised[leaves] = (u[leaves] - lo) / span
-    sf = sequence_form(tree, normalised)
+    sf = _sequence_form(tree, normalised)
     n1, n2 = sf.A.shape
     # Variables (x, q): max f^T q  s.t.  F^T q - A^T x <= 0,  E x = e,  x >= 0, q free.
     c = np.concatenate((np.zeros(n1), -sf.f))
