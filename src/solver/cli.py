@@ -398,6 +398,59 @@ def default_report_path(rule_set: RuleSet) -> Path:
     return Path("reports") / f"charge-and-spark{suffix}.html"
 
 
+@main.command()
+@rules_options
+@cache_options
+@click.option("--horizon", type=click.IntRange(min=1), default=None,
+              help="Longest horizon (turns) a phase's tree may grow to before it is given as bounds. Default: 40.")
+@click.option("--max-nodes", type=click.IntRange(min=1), default=None,
+              help="Largest phase tree solved (nodes); a phase that needs more is given as bounds. Default: 200,000.")
+@click.option("--frequent", type=click.IntRange(min=1), default=None,
+              help="Solve only the K phases met most often in play from the start (for rule sets with many).")
+@click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="Starts listed, by gain.")
+@click.option("--all", "show_all", is_flag=True, help="List every start.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--max-states", type=click.IntRange(min=1), default=None, help="Refuse to enumerate more states than this.")
+def hidden(
+    rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, horizon: int | None, max_nodes: int | None,
+    frequent: int | None, top: int, show_all: bool, as_json: bool, max_states: int | None,
+) -> None:
+    """What hiding drawn bonus cards changes, phase by phase.
+
+    The open game is solved (or read from the cache) first; then every hidden
+    phase (from a draw the opponent cannot tell, until every hidden card is
+    played or can be told) is solved exactly as a game tree of growing
+    horizon, or bracketed by honest bounds where the tree outgrows the cap.
+    """
+    from .hidden.analysis import DEFAULT_MAX_HORIZON, DEFAULT_MAX_NODES
+    from .hidden.run import hidden_analysis
+    from .hidden.text import hidden_text
+
+    rule_set = rules_in_force(rules_file, overrides)
+    started = time.perf_counter()
+    table = solved_table(rule_set, cache_dir, max_states=max_states, show_progress=sys.stderr.isatty() and not as_json,
+                         warn=warn, workers=usable_cores(), mapped=True)
+    progress = None
+    if sys.stderr.isatty() and not as_json:
+        def progress(done: int, total: int) -> None:
+            click.echo(f"\rphases solved {done:,} of {total:,}", err=True, nl=done == total)
+    analysis = hidden_analysis(
+        rule_set, table.result, max_horizon=horizon or DEFAULT_MAX_HORIZON, max_nodes=max_nodes or DEFAULT_MAX_NODES,
+        frequent=frequent, progress=progress,
+    )
+    if as_json:
+        click.echo(json.dumps(dict(analysis.as_json(), rules=canonical_mapping(rule_set),
+                                   fingerprint=fingerprint(rule_set))))
+        return
+    header = [
+        f"rules        {rule_set.name or '(unnamed)'}  [fingerprint {fingerprint(rule_set)}]",
+        f"changed      {rules_difference(rule_set)}",
+        f"open game    {analysis.states:,} states ({'read from the cache' if table.reused else 'solved now'});"
+        f" {time.perf_counter() - started:.1f} s in all",
+    ]
+    click.echo(hidden_text(analysis, header, None if show_all else top))
+
+
 @main.command("export-nfg")
 @click.argument("position")
 @rules_options

@@ -1,0 +1,54 @@
+"""How often each hidden phase starts in a game played under the reported
+(open-hands) strategies from the start: the expected number of drawing
+turns with those outcomes per game, over its first `MAX_TURNS` turns (as the
+report's draw figures count them)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.chain import expected_visits, play_chain
+from ..core.graph import segment_positions
+from ..core.play import play_from
+from .phase_tree import OpenGame
+from .starts import PhaseStart, drawing_turns, start_of_turn
+
+MAX_TURNS = 200
+
+
+def start_frequencies(open_game: OpenGame, start: int, chunk: int = 1 << 14) -> dict[tuple, tuple[float, int, tuple]]:
+    """Per drawing turn's outcomes (a `PhaseStart.outcomes`): (expected times per
+    game, a position it is played from, the cards played), for the turns
+    that play from the position coded `start` makes with positive chance."""
+    table = open_game.table
+    play = play_from(open_game.game, table, start)
+    ones = np.ones(play.states.size)
+    visits = expected_visits(play_chain(play.graph, ones, ones), play.start, MAX_TURNS)
+    found: dict[tuple, tuple[float, int, tuple]] = {}
+    for at in range(0, play.states.size, chunk):
+        codes = np.asarray(play.states[at : at + chunk], dtype=np.int64)
+        index = play.index[at : at + chunk]
+        row_w = table.row_strategy[segment_positions(table.row_ptr, index)]
+        col_w = table.col_strategy[segment_positions(table.col_ptr, index)]
+        row_at = np.concatenate(([0], np.cumsum(np.diff(table.row_ptr)[index])))
+        col_at = np.concatenate(([0], np.cumsum(np.diff(table.col_ptr)[index])))
+        for state, (row, col), cards, outcomes in drawing_turns(open_game, codes):
+            # The table lists each seat's legal cards in the order the expansion does.
+            weight = visits[at + state] * row_w[row_at[state] + row] * col_w[col_at[state] + col]
+            if weight <= 0:
+                continue
+            times, code, played = found.get(outcomes, (0.0, int(codes[state]), cards))
+            found[outcomes] = (times + float(weight), code, played)
+    return found
+
+
+def frequent_starts(open_game: OpenGame, start: int, count: int) -> list[tuple[PhaseStart, float]]:
+    """The `count` phase starts met most often in play from `start`, with how often (per game), most frequent first."""
+    chosen = []
+    for outcomes, (times, code, cards) in sorted(start_frequencies(open_game, start).items(), key=lambda item: -item[1][0]):
+        phase_start = start_of_turn(open_game, code, cards, outcomes)
+        if phase_start is not None:
+            chosen.append((phase_start, times))
+            if len(chosen) == count:
+                break
+    return chosen

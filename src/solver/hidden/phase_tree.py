@@ -1,0 +1,256 @@
+"""A hidden phase as a finite game tree: the public histories of H turns from
+a draw, times the private cards each player may hold.
+
+A *world* is what is true at a point of a phase: the position (its open-game
+code), the bonus cards each seat's opponent has seen, and the cards each seat
+drew in the phase, in order (its private observations). A *public node*
+gathers the worlds that agree with everything both players have seen: the
+same turns played and the same `public_view`. A player's information set is
+a public node together with its own draws, so play reveals what it reveals
+(a card played, or not played) and nothing else.
+
+A public node where, in every world, each player can tell the position from
+what it has seen ends the phase: from there on the game is open, and each
+world is worth its open value. So is a world the game leaves (a win). The
+horizon's leaves are valued twice, at honest bounds of what the rest of the
+phase is worth: a player who can tell the position can hold its open value
+(it plays its open strategy), so the world is worth at least that to P1 if P1
+can tell it and at most that if P2 can; otherwise the bound is the payoff's
+floor (0) or ceiling (1). Solving the tree at both valuations brackets the
+phase's value.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from rules.charge_spark.cards import Card
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.hidden import Known, all_known, drawn_cards, known_after_turn, public_view
+from rules.charge_spark.state import Position
+
+from ..core.game_tree import GameTree
+from ..core.result import SolveResult
+
+PAYOFF_FLOOR = 0.0
+PAYOFF_CEILING = 1.0
+
+
+@dataclass(frozen=True)
+class World:
+    code: int
+    known: Known
+    draws: tuple[tuple[int, ...], tuple[int, ...]]
+    """Per seat, the bonus cards (as card numbers) it drew in this phase, in order."""
+    chance: float
+    """Probability of this world given the public history, as far as chance decides it."""
+
+
+@dataclass
+class PublicNode:
+    depth: int
+    worlds: list[World] = field(default_factory=list)
+    links: dict[tuple[int, int, int], list[tuple[float, int, int]]] | None = None
+    """(world, row, column) -> [(probability, public node or -1 - outcome, world index)]; None until expanded."""
+    exit: bool = False
+
+    def tells(self, seat: int) -> dict[tuple[int, ...], bool]:
+        """For each of `seat`'s own draw histories here: whether it pins down the position."""
+        codes: dict[tuple[int, ...], set[int]] = defaultdict(set)
+        for world in self.worlds:
+            codes[world.draws[seat]].add(world.code)
+        return {draws: len(found) == 1 for draws, found in codes.items()}
+
+
+class OpenGame:
+    """The open game's transitions, values and strategies, by state code."""
+
+    def __init__(self, game: ChargeSparkGame, table: SolveResult) -> None:
+        self.game = game
+        self.table = table
+        self.decode = lru_cache(maxsize=1 << 18)(game.decode)
+        self._expansions: dict[int, tuple] = {}
+
+    def expansion(self, code: int) -> tuple[tuple[int, ...], tuple[int, ...], list[list[tuple[float, int]]]]:
+        """(P1's cards, P2's cards, outcomes by row * columns + column: [(probability, next code or -1 - outcome)])."""
+        found = self._expansions.get(code)
+        if found is None:
+            e = self.game.expand(np.array([code], dtype=np.int64))
+            rows = tuple(int(a) for a in e.row_actions)
+            cols = tuple(int(a) for a in e.col_actions)
+            outcomes, at = [], 0
+            for count in e.out_count:
+                outcomes.append([(float(e.out_prob[k]), int(e.out_next[k])) for k in range(at, at + count)])
+                at += count
+            found = (rows, cols, outcomes)
+            self._expansions[code] = found
+        return found
+
+    def value(self, code: int) -> float:
+        return float(self.table.values[self.table.index_of(code)])
+
+    def terminal_payoff(self, outcome: int) -> float:
+        return float(self.game.terminal_payoff[outcome])
+
+    def strategy(self, code: int, seat: int) -> dict[int, float]:
+        """The open game's reported strategy of `seat` at `code`: card -> probability."""
+        t = self.table
+        i = t.index_of(code)
+        ptr, actions, probs = (t.row_ptr, t.row_actions, t.row_strategy) if seat == 0 else (t.col_ptr, t.col_actions, t.col_strategy)
+        return {int(actions[k]): float(probs[k]) for k in range(ptr[i], ptr[i + 1])}
+
+
+@dataclass
+class PhaseTree:
+    """One horizon's tree of a phase, with both valuations of its leaves."""
+
+    tree: GameTree
+    lower: np.ndarray
+    upper: np.ndarray
+    horizon: int
+    horizon_leaves: int
+    node_code: np.ndarray
+    """Per decision node: the open-game code of its world (-1 elsewhere)."""
+
+
+class Phase:
+    """A hidden phase from its first worlds (after the draw that starts it),
+    grown one turn at a time as longer horizons are asked for."""
+
+    def __init__(self, open_game: OpenGame, worlds: list[World], *, reveal: bool = False, stop_when_known: bool = True) -> None:
+        """`reveal`: every drawn card is shown (the open game, as a check of the tree);
+        `stop_when_known`: end the phase where everything can be told (off: grow
+        the tree to the horizon anyway, a check that doing so changes nothing)."""
+        self.open = open_game
+        self.reveal = reveal
+        self.stop_when_known = stop_when_known
+        self.nodes: list[PublicNode] = []
+        self.roots: list[tuple[int, int]] = []  # per first world: (public node, world index)
+        by_view: dict[tuple, int] = {}
+        for world in worlds:
+            if reveal:
+                world = World(world.code, all_known(self.open.decode(world.code)), world.draws, world.chance)
+            view = public_view(self.open.decode(world.code), world.known)
+            node = by_view.get(view)
+            if node is None:
+                node = by_view[view] = self._new_node(0)
+            self.roots.append((node, len(self.nodes[node].worlds)))
+            self.nodes[node].worlds.append(world)
+        for node in set(by_view.values()):
+            self._settle(node)
+
+    def _new_node(self, depth: int) -> int:
+        self.nodes.append(PublicNode(depth))
+        return len(self.nodes) - 1
+
+    def _settle(self, index: int) -> None:
+        node = self.nodes[index]
+        node.exit = self.stop_when_known and all(all(node.tells(seat).values()) for seat in (0, 1))
+
+    def _expand(self, index: int) -> list[int]:
+        """Play one turn from every world of public node `index`; returns the new public nodes."""
+        node = self.nodes[index]
+        node.links = {}
+        children: dict[tuple, int] = {}
+        for w, world in enumerate(node.worlds):
+            before = self.open.decode(world.code)
+            rows, cols, outcomes = self.open.expansion(world.code)
+            for i, card1 in enumerate(rows):
+                for j, card2 in enumerate(cols):
+                    links = node.links[(w, i, j)] = []
+                    for probability, nxt in outcomes[i * len(cols) + j]:
+                        if nxt < 0:
+                            links.append((probability, nxt, -1))
+                            continue
+                        child_world = self._next_world(world, before, (Card(card1), Card(card2)), nxt, probability)
+                        view = (card1, card2, public_view(self.open.decode(nxt), child_world.known))
+                        child = children.get(view)
+                        if child is None:
+                            child = children[view] = self._new_node(node.depth + 1)
+                        links.append((probability, child, len(self.nodes[child].worlds)))
+                        self.nodes[child].worlds.append(child_world)
+        new = list(children.values())
+        for child in new:
+            self._settle(child)
+        return new
+
+    def _next_world(self, world: World, before: Position, cards: tuple[Card, Card], nxt: int, probability: float) -> World:
+        after = self.open.decode(nxt)
+        drawn = drawn_cards(before, cards, after)
+        known = all_known(after) if self.reveal else known_after_turn(before, world.known, cards, after)
+        draws = tuple(d + ((int(card),) if card is not None else ()) for d, card in zip(world.draws, drawn))
+        return World(nxt, known, (draws[0], draws[1]), world.chance * probability)
+
+    def grow_to(self, horizon: int) -> None:
+        """Expand every public node above `horizon` that play can continue from."""
+        index = 0
+        while index < len(self.nodes):  # nodes added on the way are visited too
+            node = self.nodes[index]
+            if node.links is None and not node.exit and node.depth < horizon:
+                self._expand(index)
+            index += 1
+
+    def tree(self, horizon: int) -> PhaseTree:
+        """The game tree of the first `horizon` turns (0: the leaves at the draw)."""
+        self.grow_to(horizon)
+        tree = GameTree()
+        lower: list[float] = []
+        upper: list[float] = []
+        node_code: list[int] = []
+        horizon_leaves = 0
+        open_game = self.open
+        labels = Card  # card number -> label
+
+        def leaf(value_low: float, value_high: float, parent: int, edge: int, probability: float) -> None:
+            tree.add_leaf(value_low, parent, edge, probability)
+            lower.append(value_low)
+            upper.append(value_high)
+            node_code.append(-1)
+
+        def emit(index: int, w: int, parent: int, edge: int, probability: float) -> None:
+            nonlocal horizon_leaves
+            node = self.nodes[index]
+            world = node.worlds[w]
+            if node.exit:
+                value = open_game.value(world.code)
+                leaf(value, value, parent, edge, probability)
+                return
+            if node.depth >= horizon:
+                horizon_leaves += 1
+                value = open_game.value(world.code)
+                p1_tells = node.tells(0)[world.draws[0]]
+                p2_tells = node.tells(1)[world.draws[1]]
+                leaf(value if p1_tells else PAYOFF_FLOOR, value if p2_tells else PAYOFF_CEILING, parent, edge, probability)
+                return
+            rows, cols, _ = open_game.expansion(world.code)
+            assert node.links is not None
+            row_node = tree.add_decision(0, (index, world.draws[0]), [labels(c).label for c in rows], parent, edge, probability)
+            lower.append(0.0), upper.append(0.0), node_code.append(world.code)
+            for i in range(len(rows)):
+                col_node = tree.add_decision(1, (index, world.draws[1]), [labels(c).label for c in cols], row_node, i)
+                lower.append(0.0), upper.append(0.0), node_code.append(world.code)
+                for j in range(len(cols)):
+                    links = node.links[(w, i, j)]
+                    at, into = col_node, j
+                    if len(links) > 1:
+                        at, into = tree.add_chance(col_node, j), None
+                        lower.append(0.0), upper.append(0.0), node_code.append(-1)
+                    for k, (p, child, child_world) in enumerate(links):
+                        edge_here = k if into is None else into
+                        p_here = p if into is None else 1.0
+                        if child < 0:
+                            value = open_game.terminal_payoff(-1 - child)
+                            leaf(value, value, at, edge_here, p_here)
+                        else:
+                            emit(child, child_world, at, edge_here, p_here)
+
+        root = tree.add_chance(label="the draw")
+        lower.append(0.0), upper.append(0.0), node_code.append(-1)
+        total = sum(self.nodes[n].worlds[w].chance for n, w in self.roots)
+        for k, (n, w) in enumerate(self.roots):
+            emit(n, w, root, k, self.nodes[n].worlds[w].chance / total)
+        return PhaseTree(tree, np.array(lower), np.array(upper), horizon, horizon_leaves, np.array(node_code, dtype=np.int64))

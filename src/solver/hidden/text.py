@@ -1,0 +1,52 @@
+"""The hidden-card analysis as text for the terminal."""
+
+from __future__ import annotations
+
+from .analysis import StartResult
+from .run import MODEL, HiddenAnalysis
+
+
+def hidden_value(result: StartResult) -> str:
+    """The value, or the bracket (labelled) where the phase is not solved exactly."""
+    if result.exact:
+        return f"{result.lower:.6f}"
+    return f"bounds [{result.lower:.4f}, {result.upper:.4f}]"
+
+
+def cards_text(cards: dict[str, float]) -> str:
+    return " ".join(f"{card} {p:.2g}" for card, p in sorted(cards.items()))
+
+
+def hidden_text(analysis: HiddenAnalysis, header: list[str], shown: int | None) -> str:
+    """`header` lines first, then the summary, then the starts by gain (the first `shown`; None: all)."""
+    s = analysis.summary
+    results = analysis.results
+    holders = {who: sum(r.holder == who for r in results) for who in ("P1", "P2", "both")}
+    exact_line = f"{s.exact:,} of {s.starts:,}" + (f" (by horizon {s.exact_horizon})" if s.exact_horizon is not None else "")
+    if s.exact < s.starts:
+        exact_line += f"; {s.starts - s.exact:,} given as bounds (tree over {analysis.max_nodes:,} nodes or horizon {analysis.max_horizon})"
+    lines = header + [
+        f"model        {MODEL}",
+        f"starts       {s.starts:,} ({analysis.selection}; P1 drew {holders['P1']:,}, P2 drew {holders['P2']:,}, both {holders['both']:,})",
+        f"exact        {exact_line}",
+    ]
+    if results:
+        lines.append(f"gain         largest {s.max_gain:+.6f} at {s.max_gain_position}; mean {s.mean_gain:+.6f} (lower bounds where not exact)")
+    lines.append(f"time         {s.seconds:.1f} s solving the phases")
+    if not results:
+        lines.append("nothing to hide: every card drawn under these rules can be told by the opponent")
+        return "\n".join(lines)
+    order = sorted(range(len(results)), key=lambda k: -results[k].gain)
+    if shown is not None:
+        order = order[:shown]
+    lines += ["", f"starts by gain ({len(order)} of {len(results)}{'' if shown is None or len(order) == len(results) else '; --all for every one'}):"]
+    lines.append(f"  {'holder':6}  {'may hold':18}  {'open avg':>8}  {'hidden':>26}  {'gain':>9}  {'open-play loss':>14}  {'naive exploit':>13}  {'H':>2}  {'per game':>8}  position | played")
+    for k in order:
+        r = results[k]
+        times = analysis.frequency[k]
+        lines.append(
+            f"  {r.holder:6}  {cards_text(r.cards):18}  {r.open_average:8.6f}  {hidden_value(r):>26}  {r.gain:+9.6f}"
+            f"  {r.holder_open_loss:14.6f}  {r.naive_exploitability:13.6f}  {r.horizon:2d}  {'-' if times is None else f'{times:.4f}':>8}"
+            f"  {r.position} | {r.played}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,267 @@
+"""Hidden bonus cards: the information structure, the phase trees and the
+bounds they give, checked against the open game and independent solvers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rules.charge_spark.cards import Card
+from rules.charge_spark.config import RuleSet, apply_overrides
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.hidden import all_known, drawn_cards, known_after_turn, public_view, unseen_cards
+from rules.charge_spark.notation import parse_position
+from solver.cli import main
+from solver.core.sequence_form import best_response, exploitability, solve_tree
+from solver.hidden.analysis import EXACT, naive_behaviour, solve_start
+from solver.hidden.phase_tree import OpenGame, Phase
+from solver.hidden.run import hidden_analysis
+from solver.hidden.starts import PhaseStart, phase_starts
+from solver.tables import solved_table
+
+SMALL = ("board=S*M", "health=1", "battery_tiles=2", "disc_tiles=2", "bonus_cards=ray,trap")
+TINY = ("board=S*M", "health=1", "battery_tiles=1", "disc_tiles=1", "start_battery=1", "bonus_cards=ray,trap")
+
+
+def rules_of(*overrides: str) -> RuleSet:
+    return apply_overrides(RuleSet(), list(overrides))
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> tuple[OpenGame, list[PhaseStart]]:
+    rules = rules_of(*SMALL)
+    table = solved_table(rules, tmp_path_factory.mktemp("tables"))
+    open_game = OpenGame(ChargeSparkGame(rules), table.result)
+    return open_game, phase_starts(open_game)
+
+
+def sample(starts: list[PhaseStart], every: int = 9) -> list[PhaseStart]:
+    return starts[::every]
+
+
+# --- the information structure (rules) ------------------------------------------------------------
+
+
+def test_a_drawn_card_is_unseen_and_a_played_one_is_seen_from_then_on():
+    rules = rules_of(*SMALL)
+    before = parse_position("h1 b1 p0 rest=charge / h1 b1 rest=charge", rules)
+    after = parse_position("h1 b1 p1 rest=move bonus=ray / h1 b1 rest=barrier", rules)
+    cards = (Card.MOVE, Card.BARRIER)
+    assert drawn_cards(before, cards, after) == (Card.RAY, None)
+    known = known_after_turn(before, all_known(before), cards, after)
+    assert known == ((), ())
+    assert unseen_cards(after.p1, known[0]) == (Card.RAY,)
+    # Playing the card shows it: back in hand after resting, it stays seen.
+    rest = parse_position("h1 b0 p1 rest=ray / h1 b1 rest=charge", rules)
+    assert known_after_turn(after, known, (Card.RAY, Card.CHARGE), rest) == ((), ())
+    back = parse_position("h1 b1 p1 rest=charge bonus=ray / h1 b1 rest=barrier", rules)
+    assert known_after_turn(rest, ((), ()), (Card.CHARGE, Card.BARRIER), back) == ((Card.RAY,), ())
+
+
+def test_the_public_view_hides_which_card_but_not_how_many():
+    rules = rules_of(*SMALL)
+    ray = parse_position("h1 p1 rest=move bonus=ray / h1", rules)
+    trap = parse_position("h1 p1 rest=move bonus=trap / h1", rules)
+    assert public_view(ray, ((), ())) == public_view(trap, ((), ()))
+    assert public_view(ray, all_known(ray)) != public_view(trap, all_known(trap))
+
+
+def test_nothing_to_hide_means_no_phase(tmp_path):
+    """Cards all alike (trap, trap) or a single card: every draw can be told, so hidden = open everywhere."""
+    for bonus in ("bonus_cards=trap,trap", "bonus_cards=ray"):
+        rules = rules_of("board=S*M", "health=1", "battery_tiles=2", "disc_tiles=2", bonus)
+        table = solved_table(rules, tmp_path)
+        assert phase_starts(OpenGame(ChargeSparkGame(rules), table.result)) == []
+        analysis = hidden_analysis(rules, table.result)
+        assert analysis.summary.starts == 0 and analysis.summary.max_gain == 0.0
+
+
+# --- the phase trees ------------------------------------------------------------------------------
+
+
+def test_the_small_rule_set_has_mirrored_one_sided_starts(small):
+    _, starts = small
+    holders = [s.holder for s in starts]
+    assert holders.count("P1") == holders.count("P2") > 0 and "both" not in holders
+
+
+def test_phase_trees_are_well_formed_with_perfect_recall(small):
+    open_game, starts = small
+    for start in sample(starts, 17):
+        phase_tree = Phase(open_game, list(start.worlds)).tree(3)
+        assert phase_tree.tree.problem() is None
+        assert np.all(phase_tree.lower <= phase_tree.upper)
+
+
+def test_showing_the_card_gives_the_open_value(small):
+    """With every draw shown and the tree grown to the horizon anyway, the LP must
+    give the open solver's average: a check of the tree's turns, chances and values."""
+    open_game, starts = small
+    for start in sample(starts):
+        average = sum(w.chance * open_game.value(w.code) for w in start.worlds)
+        phase_tree = Phase(open_game, list(start.worlds), reveal=True, stop_when_known=False).tree(2)
+        assert phase_tree.horizon_leaves == 0 or np.allclose(
+            phase_tree.lower[phase_tree.tree.leaves()], phase_tree.upper[phase_tree.tree.leaves()])
+        assert solve_tree(phase_tree.tree, phase_tree.lower).value == pytest.approx(average, abs=1e-9)
+
+
+def test_ending_a_phase_where_all_is_told_changes_nothing(small):
+    """Valuing a public node where both players can tell the position at its open
+    values gives what growing the tree through it gives."""
+    open_game, starts = small
+    for start in sample(starts, 13):
+        cut = Phase(open_game, list(start.worlds)).tree(2)
+        grown = Phase(open_game, list(start.worlds), stop_when_known=False).tree(2)
+        for valuation in ("lower", "upper"):
+            assert solve_tree(cut.tree, getattr(cut, valuation)).value == pytest.approx(
+                solve_tree(grown.tree, getattr(grown, valuation)).value, abs=1e-9)
+
+
+def test_lp_strategies_are_unexploitable_by_an_independent_best_response(small):
+    open_game, starts = small
+    for start in sample(starts):
+        phase_tree = Phase(open_game, list(start.worlds)).tree(3)
+        for payoffs in (phase_tree.lower, phase_tree.upper):
+            solution = solve_tree(phase_tree.tree, payoffs)
+            p1_loss, p2_loss = exploitability(phase_tree.tree, solution, payoffs)
+            assert -1e-12 <= p1_loss <= 1e-9 and -1e-12 <= p2_loss <= 1e-9
+
+
+def test_bounds_are_monotone_in_the_horizon(small):
+    """open average <= lo(H) <= lo(H+1) <= hi(H+1) <= hi(H), from the holder's side."""
+    open_game, starts = small
+    for start in sample(starts, 19):
+        average = sum(w.chance * open_game.value(w.code) for w in start.worlds)
+        sign = 1.0 if start.holder == "P1" else -1.0
+        phase = Phase(open_game, list(start.worlds))
+        bounds = []
+        for h in range(1, 5):
+            t = phase.tree(h)
+            bounds.append((solve_tree(t.tree, t.lower).value, solve_tree(t.tree, t.upper).value))
+        holder_side = [(lo, hi) if sign > 0 else (-hi, -lo) for lo, hi in bounds]
+        assert holder_side[0][0] >= sign * average - 1e-9
+        for (lo, hi), (lo_next, hi_next) in zip(holder_side, holder_side[1:]):
+            assert lo - 1e-9 <= lo_next <= hi_next + 1e-9 <= hi + 2e-9
+
+
+def test_seat_mirror(small):
+    """A start where P2 drew is worth 1 minus the same start with the seats swapped."""
+    open_game, starts = small
+    by_outcomes = {s.outcomes: s for s in starts}
+    swap = open_game.game.swap
+    checked = 0
+    for start in sample([s for s in starts if s.holder == "P2"], 4):
+        twin_outcomes = tuple((int(swap(np.array([code]))[0]), p) for code, p in start.outcomes)
+        twin = by_outcomes[twin_outcomes]
+        assert twin.holder == "P1"
+        mine, theirs = solve_start(open_game, start), solve_start(open_game, twin)
+        assert mine.lower == pytest.approx(1 - theirs.upper, abs=1e-9)
+        assert mine.upper == pytest.approx(1 - theirs.lower, abs=1e-9)
+        assert mine.gain == pytest.approx(theirs.gain, abs=1e-9)
+        assert mine.holder_open_loss == pytest.approx(theirs.holder_open_loss, abs=1e-9)
+        assert mine.naive_exploitability == pytest.approx(theirs.naive_exploitability, abs=1e-9)
+        checked += 1
+    assert checked > 3
+
+
+def test_every_start_of_the_small_rule_set_is_exact_and_hiding_never_hurts_the_holder(small):
+    open_game, starts = small
+    for start in sample(starts, 11):
+        result = solve_start(open_game, start)
+        assert result.exact and result.upper - result.lower <= EXACT
+        assert result.gain >= -1e-9
+        assert 0.0 <= result.holder_open_loss <= result.gain + 1e-9
+
+
+def test_the_naive_strategy_is_the_open_strategy_where_the_player_can_tell(small):
+    open_game, starts = small
+    start = next(s for s in starts if s.holder == "P1")
+    phase_tree = Phase(open_game, list(start.worlds)).tree(2)
+    naive = naive_behaviour(phase_tree, open_game, 0)
+    for i in phase_tree.tree.infosets_of(0):
+        node = phase_tree.tree.infosets[i].nodes[0]
+        strategy = open_game.strategy(int(phase_tree.node_code[node]), 0)
+        labels = phase_tree.tree.infosets[i].actions
+        assert np.allclose(naive[i], [strategy[int(Card.parse(label))] for label in labels])
+    # The holder's open strategy is a guarantee of the open average, whatever P2 does.
+    assert best_response(phase_tree.tree, 1, naive, phase_tree.lower).value >= sum(
+        w.chance * open_game.value(w.code) for w in start.worlds) - 1e-9
+
+
+def test_a_tight_node_cap_gives_honest_bounds_not_a_wrong_value(small):
+    open_game, starts = small
+    deep = max(sample(starts, 20), key=lambda s: solve_start(open_game, s).horizon)
+    exact = solve_start(open_game, deep)
+    capped = solve_start(open_game, deep, max_nodes=30)
+    assert exact.horizon >= 2 and exact.exact
+    assert not capped.exact and capped.horizon < exact.horizon
+    assert capped.lower - 1e-9 <= exact.lower and exact.upper <= capped.upper + 1e-9
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def sets(*overrides: str) -> list[str]:
+    return [arg for o in overrides for arg in ("--set", o)]
+
+
+def test_cli_json_lists_every_start_with_its_figures():
+    result = CliRunner().invoke(main, ["hidden", *sets(*TINY), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    fields = {"position", "cards", "open_average", "lower", "upper", "horizon", "gain", "holder_open_loss",
+              "naive_exploitability"}
+    assert data["starts"] and all(fields <= set(s) for s in data["starts"])
+    summary = data["summary"]
+    assert {"starts", "exact", "max_gain", "mean_gain", "max_gain_position"} <= set(summary)
+    assert summary["starts"] == len(data["starts"]) == summary["exact"]
+    assert summary["max_gain"] == pytest.approx(max(s["gain"] for s in data["starts"]))
+
+
+def test_cli_text_and_bounds_under_a_tight_cap():
+    result = CliRunner().invoke(main, ["hidden", *sets(*TINY), "--max-nodes", "30", "--all"])
+    assert result.exit_code == 0, result.output
+    assert "given as bounds" in result.output and "bounds [" in result.output
+    exact = json.loads(CliRunner().invoke(main, ["hidden", *sets(*TINY), "--json"]).output)["starts"]
+    capped = json.loads(CliRunner().invoke(main, ["hidden", *sets(*TINY), "--max-nodes", "30", "--json"]).output)["starts"]
+    for e, c in zip(exact, capped):
+        assert e["position"] == c["position"] and c["lower"] - 1e-9 <= e["lower"] and e["upper"] <= c["upper"] + 1e-9
+        assert c["gain"] <= e["gain"] + 1e-9  # a lower bound where not exact
+
+
+@pytest.mark.parametrize("args, complaint", [
+    (["--horizon", "0"], "--horizon"),
+    (["--max-nodes", "-5"], "--max-nodes"),
+    (["--frequent", "0"], "--frequent"),
+    (["--set", "bonus_cards=ray,sword"], "sword"),
+])
+def test_cli_bad_input_is_one_line_and_exit_2(args, complaint):
+    result = CliRunner().invoke(main, ["hidden", *sets("board=S*M", "health=1"), *args])
+    assert result.exit_code == 2
+    assert complaint in result.output and "Traceback" not in result.output
+
+
+def test_phase_trees_agree_with_gambit_and_openspiel(small):
+    """Three phase trees exported as .efg: Gambit's exact rational LP and
+    OpenSpiel's sequence-form LP agree with ours at both valuations."""
+    from efg_crosscheck import crosscheck_values
+
+    open_game, starts = small
+    chosen = [s for s in starts if s.holder == "P1"][:1] + [s for s in starts if s.holder == "P2"][3:5]
+    for start, horizon in zip(chosen, (1, 2, 1)):
+        phase_tree = Phase(open_game, list(start.worlds)).tree(horizon)
+        for payoffs in (phase_tree.lower, phase_tree.upper):
+            ours = solve_tree(phase_tree.tree, payoffs).value
+            for solver, value in crosscheck_values(phase_tree.tree, payoffs).items():
+                assert value == pytest.approx(ours, abs=1e-9), solver
+
+
+@pytest.mark.slow
+def test_every_start_of_the_small_rule_set_is_solved_exactly(small):
+    open_game, starts = small
+    results = [solve_start(open_game, start) for start in starts]
+    assert all(r.exact for r in results)
+    assert min(r.gain for r in results) >= -1e-9
