@@ -265,3 +265,20 @@ def test_every_start_of_the_small_rule_set_is_solved_exactly(small):
     results = [solve_start(open_game, start) for start in starts]
     assert all(r.exact for r in results)
     assert min(r.gain for r in results) >= -1e-9
+
+
+def test_the_most_frequent_phases_are_those_play_meets_most(small):
+    from rules.charge_spark.state import initial_position
+    from solver.hidden.frequency import play_and_visits, start_frequencies
+
+    open_game, starts = small
+    rules = open_game.game.rules
+    play, visits = play_and_visits(open_game, open_game.game.encode(initial_position(rules)))
+    by_outcomes = start_frequencies(open_game, play, visits)
+    phases = {s.outcomes: s for s in starts}
+    met = sorted(((times, outcomes) for outcomes, (times, _, _) in by_outcomes.items() if outcomes in phases), reverse=True)
+    assert met and len(met) < len(starts)  # play from the start meets some phases only
+    frequent = hidden_analysis(rules, open_game.table, frequent=1, play=(play, visits))
+    assert frequent.selection == "the 1 most frequent in play from the start"
+    assert len(frequent.results) == 1 and frequent.frequency == [pytest.approx(met[0][0])]
+    assert frequent.results[0].lower == pytest.approx(solve_start(open_game, phases[met[0][1]]).lower, abs=1e-12)

@@ -19,7 +19,7 @@ from solver.cli import main
 SMALL = ["--set", "board=S*M", "--set", "health=1", "--set", "battery_tiles=2", "--set", "disc_tiles=2",
          "--set", "bonus_cards=ray,copy"]
 HOSTILE_NAME = "<script>alert(1)</script> \"quoted\" 'single'"
-SECTIONS = ("findings", "headline", "assumptions", "usage", "strength", "sensitivity", "positions", "skill")
+SECTIONS = ("findings", "headline", "assumptions", "usage", "strength", "sensitivity", "positions", "skill", "hidden")
 
 
 def run(*args: str):
@@ -303,9 +303,9 @@ def test_sections_left_out_are_named_and_absent(tmp_path):
     html = out.read_text()
     for shown in ("headline", "usage", "positions"):
         assert f'id="{shown}"' in html, shown
-    for left in ("strength", "sensitivity", "skill"):
+    for left in ("strength", "sensitivity", "skill", "hidden"):
         assert f'id="{left}"' not in html, left
-    assert re.search(r'id="left-out">.*strength, sensitivity, skill\.', html)
+    assert re.search(r'id="left-out">.*strength, sensitivity, skill, hidden\.', html)
     assert "further solves" not in result.stderr  # no restricted game or variant was solved
 
 
@@ -424,9 +424,10 @@ def _before_anything_but_the_headline(report):
 
     from solver.report.build import SECTIONS
 
-    pending = {name: "still to come" for name in ("usage", "strength", "draws", "sensitivity", "positions", "skill")}
+    pending = {name: "still to come" for name in ("usage", "strength", "draws", "sensitivity", "positions", "skill",
+                                                  "hidden")}
     return replace(report, sections=SECTIONS, usage=None, restricted=[], draws=[], variants=[], positions=[], skill=[],
-                   pending=pending)
+                   hidden=None, pending=pending)
 
 
 def test_the_page_of_a_running_report_says_what_each_unfinished_section_waits_for(running_report):
@@ -436,7 +437,7 @@ def test_the_page_of_a_running_report_says_what_each_unfinished_section_waits_fo
     html = render_report(_before_anything_but_the_headline(finished))
     banner = unescape(re.search(r'id="partial">(.*?)</div>', html, re.S).group(1))
     assert all(title in banner for title in PENDING_TITLES.values())
-    for section in ("usage", "strength", "sensitivity", "positions", "skill"):
+    for section in ("usage", "strength", "sensitivity", "positions", "skill", "hidden"):
         body = re.search(rf'<section id="{section}">(.*?)</section>', html, re.S).group(1)
         assert re.search(r'class="pending"[^>]*>Still (to come|being computed)', body), section
     findings = re.search(r'id="findings">(.*?)</div>', html, re.S).group(1)
@@ -575,3 +576,17 @@ def test_how_the_report_was_made_lists_every_part_with_its_cost(report, tmp_path
         assert row[3] in ("read from the cache", "solved, its table read from the cache"), row
         if row[0] in parts and not row[0].startswith("the rules' table") and row[0] != "further solves":
             assert row[1] == parts[row[0]][1], (row, parts[row[0]])
+
+
+def test_the_hidden_card_section_lists_the_phases_with_the_largest_gains(report):
+    html = report[0]
+    section = re.search(r'<section id="hidden">(.*?)</section>', html, re.S).group(1)
+    summary = unescape(re.sub(r"<[^>]+>", "", re.search(r'id="hidden-summary">(.*?)</p>', section, re.S).group(1)))
+    solved = int(re.search(r"Phases solved: ([\d,]+) \(all\)", summary).group(1).replace(",", ""))
+    exact = int(re.search(r"exact: ([\d,]+)", summary).group(1).replace(",", ""))
+    assert solved > 0 and exact == solved  # the small rule set's phases are all settled exactly
+    rows = re.findall(r"<tr><td class=\"text\"><code>", section)
+    assert len(rows) == min(12, solved)
+    gains = [float(g) for g in re.findall(r"<td>([+-][\d.]+) pp</td><td>[+-][\d.]+ pp</td><td>[+-][\d.]+ pp</td>", section)]
+    assert gains == sorted(gains, reverse=True) and gains[0] > 0
+    assert "section 7 measures what hiding them changes" in unescape(html)

@@ -406,7 +406,8 @@ def default_report_path(rule_set: RuleSet) -> Path:
 @click.option("--max-nodes", type=click.IntRange(min=1), default=None,
               help="Largest phase tree solved (nodes); a phase that needs more is given as bounds. Default: 200,000.")
 @click.option("--frequent", type=click.IntRange(min=1), default=None,
-              help="Solve only the K phases met most often in play from the start (for rule sets with many).")
+              help="Solve only the K phases met most often in play from the start."
+              " Default: all of them, or the 8 most frequent for a table of over a million states.")
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="Starts listed, by gain.")
 @click.option("--all", "show_all", is_flag=True, help="List every start.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

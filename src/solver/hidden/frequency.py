@@ -9,21 +9,27 @@ import numpy as np
 
 from ..core.chain import expected_visits, play_chain
 from ..core.graph import segment_positions
-from ..core.play import play_from
+from ..core.play import Play, play_from
 from .phase_tree import OpenGame
 from .starts import PhaseStart, drawing_turns, start_of_turn
 
 MAX_TURNS = 200
 
 
-def start_frequencies(open_game: OpenGame, start: int, chunk: int = 1 << 14) -> dict[tuple, tuple[float, int, tuple]]:
+def play_and_visits(open_game: OpenGame, start: int) -> tuple[Play, np.ndarray]:
+    """Play under the table's strategies from the position coded `start`, and each state's expected visits per game."""
+    play = play_from(open_game.game, open_game.table, start)
+    ones = np.ones(play.states.size)
+    return play, expected_visits(play_chain(play.graph, ones, ones), play.start, MAX_TURNS)
+
+
+def start_frequencies(
+    open_game: OpenGame, play: Play, visits: np.ndarray, chunk: int = 1 << 14
+) -> dict[tuple, tuple[float, int, tuple]]:
     """Per drawing turn's outcomes (a `PhaseStart.outcomes`): (expected times per
     game, a position it is played from, the cards played), for the turns
-    that play from the position coded `start` makes with positive chance."""
+    `play` makes with positive chance, `visits` being its states' expected visits."""
     table = open_game.table
-    play = play_from(open_game.game, table, start)
-    ones = np.ones(play.states.size)
-    visits = expected_visits(play_chain(play.graph, ones, ones), play.start, MAX_TURNS)
     found: dict[tuple, tuple[float, int, tuple]] = {}
     for at in range(0, play.states.size, chunk):
         codes = np.asarray(play.states[at : at + chunk], dtype=np.int64)
@@ -42,10 +48,12 @@ def start_frequencies(open_game: OpenGame, start: int, chunk: int = 1 << 14) -> 
     return found
 
 
-def frequent_starts(open_game: OpenGame, start: int, count: int) -> list[tuple[PhaseStart, float]]:
-    """The `count` phase starts met most often in play from `start`, with how often (per game), most frequent first."""
+def frequent_starts(
+    open_game: OpenGame, frequencies: dict[tuple, tuple[float, int, tuple]], count: int
+) -> list[tuple[PhaseStart, float]]:
+    """The `count` phase starts met most often (`start_frequencies`), with how often (per game), most frequent first."""
     chosen = []
-    for outcomes, (times, code, cards) in sorted(start_frequencies(open_game, start).items(), key=lambda item: -item[1][0]):
+    for outcomes, (times, code, cards) in sorted(frequencies.items(), key=lambda item: -item[1][0]):
         phase_start = start_of_turn(open_game, code, cards, outcomes)
         if phase_start is not None:
             chosen.append((phase_start, times))

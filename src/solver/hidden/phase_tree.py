@@ -203,12 +203,18 @@ class Phase:
         node_code: list[int] = []
         horizon_leaves = 0
         open_game = self.open
-        labels = Card  # card number -> label
 
-        def leaf(value_low: float, value_high: float, parent: int, edge: int, probability: float) -> None:
-            tree.add_leaf(value_low, parent, edge, probability)
-            lower.append(value_low)
-            upper.append(value_high)
+        def inner(node: int, code: int = -1) -> int:
+            """Record a node that is not a leaf (with its world's code at a decision)."""
+            lower.append(0.0)
+            upper.append(0.0)
+            node_code.append(code)
+            return node
+
+        def leaf(low: float, high: float, parent: int, edge: int, probability: float) -> None:
+            tree.add_leaf(low, parent, edge, probability)
+            lower.append(low)
+            upper.append(high)
             node_code.append(-1)
 
         def emit(index: int, w: int, parent: int, edge: int, probability: float) -> None:
@@ -228,28 +234,27 @@ class Phase:
                 return
             rows, cols, _ = open_game.expansion(world.code)
             assert node.links is not None
-            row_node = tree.add_decision(0, (index, world.draws[0]), [labels(c).label for c in rows], parent, edge, probability)
-            lower.append(0.0), upper.append(0.0), node_code.append(world.code)
+            row_labels = [Card(c).label for c in rows]
+            col_labels = [Card(c).label for c in cols]
+            row_node = inner(tree.add_decision(0, (index, world.draws[0]), row_labels, parent, edge, probability), world.code)
             for i in range(len(rows)):
-                col_node = tree.add_decision(1, (index, world.draws[1]), [labels(c).label for c in cols], row_node, i)
-                lower.append(0.0), upper.append(0.0), node_code.append(world.code)
+                # P2 does not see P1's card: its information set is the same under each of them.
+                col_node = inner(tree.add_decision(1, (index, world.draws[1]), col_labels, row_node, i), world.code)
                 for j in range(len(cols)):
                     links = node.links[(w, i, j)]
-                    at, into = col_node, j
-                    if len(links) > 1:
-                        at, into = tree.add_chance(col_node, j), None
-                        lower.append(0.0), upper.append(0.0), node_code.append(-1)
-                    for k, (p, child, child_world) in enumerate(links):
-                        edge_here = k if into is None else into
-                        p_here = p if into is None else 1.0
+                    if len(links) == 1:
+                        targets = [(col_node, j, 1.0, links[0])]
+                    else:
+                        chance = inner(tree.add_chance(col_node, j))
+                        targets = [(chance, k, link[0], link) for k, link in enumerate(links)]
+                    for at, into, p, (_, child, child_world) in targets:
                         if child < 0:
                             value = open_game.terminal_payoff(-1 - child)
-                            leaf(value, value, at, edge_here, p_here)
+                            leaf(value, value, at, into, p)
                         else:
-                            emit(child, child_world, at, edge_here, p_here)
+                            emit(child, child_world, at, into, p)
 
-        root = tree.add_chance(label="the draw")
-        lower.append(0.0), upper.append(0.0), node_code.append(-1)
+        root = inner(tree.add_chance(label="the draw"))
         total = sum(self.nodes[n].worlds[w].chance for n, w in self.roots)
         for k, (n, w) in enumerate(self.roots):
             emit(n, w, root, k, self.nodes[n].worlds[w].chance / total)

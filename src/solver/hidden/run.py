@@ -7,13 +7,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from rules.charge_spark.config import RuleSet
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 
+from ..core.play import Play
 from ..core.result import SolveResult
 from .analysis import DEFAULT_MAX_HORIZON, DEFAULT_MAX_NODES, StartResult, Summary, solve_start, summarise
-from .frequency import frequent_starts, start_frequencies
+from .frequency import frequent_starts, play_and_visits, start_frequencies
 from .phase_tree import OpenGame
 from .starts import phase_starts
 
@@ -22,6 +25,13 @@ MODEL = (
     " been played or can be told, with open hands after it; values are P1's (a win, a draw counting half);"
     " gains and losses are the holder's (the player who drew; P1 where both drew)"
 )
+
+
+ALL_PHASES_UP_TO = 1_000_000
+"""Tables up to this many states get every hidden phase solved; larger ones
+(the printed rules have millions of drawing turns) the `MOST_FREQUENT` that
+play from the start meets most often, unless told otherwise."""
+MOST_FREQUENT = 8
 
 
 @dataclass(frozen=True)
@@ -49,22 +59,38 @@ class HiddenAnalysis:
             "summary": self.summary.as_json(),
         }
 
+    @classmethod
+    def from_json(cls, rules: RuleSet, entry: dict) -> HiddenAnalysis:
+        """The analysis `as_json` wrote, for `rules` (the report's results cache keeps it so)."""
+        starts = [dict(s) for s in entry["starts"]]
+        frequency = [s.pop("per_game") for s in starts]
+        return cls(
+            rules, entry["states"], entry["selection"], [StartResult(**s) for s in starts], frequency,
+            Summary(**entry["summary"]), entry["max_horizon"], entry["max_nodes"],
+        )
+
 
 def hidden_analysis(
     rules: RuleSet, table: SolveResult, *, max_horizon: int = DEFAULT_MAX_HORIZON, max_nodes: int = DEFAULT_MAX_NODES,
     frequent: int | None = None, progress: Callable[[int, int], None] | None = None,
+    play: tuple[Play, np.ndarray] | None = None,
 ) -> HiddenAnalysis:
-    """Solve the hidden phases of `rules` (all of them, or the `frequent` most frequent in play from the start)."""
+    """Solve the hidden phases of `rules`: all of them, or the `frequent` most
+    frequent in play from the start (by default where the table is larger than
+    `ALL_PHASES_UP_TO`). `play`: play from the start under the table's
+    strategies with its states' expected visits, if known already."""
+    if frequent is None and table.table_states > ALL_PHASES_UP_TO:
+        frequent = MOST_FREQUENT
     game = ChargeSparkGame(rules)
     open_game = OpenGame(game, table)
-    start = game.encode(initial_position(rules))
+    play, visits = play or play_and_visits(open_game, game.encode(initial_position(rules)))
+    by_outcomes = start_frequencies(open_game, play, visits)
     if frequent is None:
         starts = phase_starts(open_game)
-        by_outcomes = start_frequencies(open_game, start)
         frequency: list[float | None] = [by_outcomes[s.outcomes][0] if s.outcomes in by_outcomes else None for s in starts]
         selection = "all"
     else:
-        chosen = frequent_starts(open_game, start, frequent)
+        chosen = frequent_starts(open_game, by_outcomes, frequent)
         starts = [s for s, _ in chosen]
         frequency = [times for _, times in chosen]
         selection = f"the {frequent} most frequent in play from the start"

@@ -55,6 +55,7 @@ from ..core.play import Play, play_from
 from ..core.resources import LAYERED_BYTES_PER_STATE, available_memory, states_that_fit, usable_cores
 from ..core.result import StateAnswer
 from ..core.solve import ESTIMATE_MARGIN, EstimatedTooLargeError, approximate_count, byte_size
+from ..hidden.run import HiddenAnalysis, hidden_analysis
 from ..storage import default_cache_dir
 from ..summary import StartSummary, summarise_from
 from ..tables import SolvedTable, solved_table
@@ -65,7 +66,7 @@ from .solves import SolvePlan, further_solves, kept_restricted, kept_variants, p
 if TYPE_CHECKING:
     from distributed import Client
 
-SECTIONS = ("headline", "usage", "strength", "sensitivity", "positions", "skill")
+SECTIONS = ("headline", "usage", "strength", "sensitivity", "positions", "skill", "hidden")
 """The report's sections, in order; the headline is always there."""
 FINDINGS_CARD = "lightning"
 """The card whose cost going up the findings box answers for ("what if Lightning costs 3?")."""
@@ -80,6 +81,7 @@ PART_LABELS = {
     "draws": "draw values",
     "positions": "positions worth knowing",
     "skill": "skill gap",
+    "hidden": "hidden bonus cards (phases solved as game trees)",
     "cards": "P1's cards (one restricted game each)",
     "further solves": "further solves",
 }
@@ -104,6 +106,7 @@ class Report:
     skipped: list[Skipped]
     positions: list[tuple[str, AnnotatedPosition]]  # (position in notation, annotation)
     skill: list[PolicyResult]
+    hidden: HiddenAnalysis | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     """Per part, and "table" for the solve or load of the rules' table: what it
     took when computed (in this run or, for those in `cached`, an earlier one)."""
@@ -181,6 +184,10 @@ def build_report(
         known.positions = parts.cached("positions", parts.positions, entries.positions_entry,
                                        entries.positions_from, play=True)
         progressed()
+    if "hidden" in sections:
+        known.hidden = parts.cached("hidden", parts.hidden, HiddenAnalysis.as_json,
+                                    lambda entry: HiddenAnalysis.from_json(rules, entry), play=True)
+        progressed()
     # The skill gap's solves need the table, not the chain of play (gigabytes at the printed rules):
     # held, it left them less memory than a solve of the rules' size needs, and they were refused.
     parts.let_go_of_play()
@@ -218,6 +225,7 @@ class _Known:
         self.draws: list[DrawValue] | None = None
         self.positions: list | None = None
         self.skill: list[PolicyResult] | None = None
+        self.hidden: HiddenAnalysis | None = None
         self.cards: list[str] | None = None  # P1's cards, once known: one restricted game each
         self.variants: list[Variant] | None = None
         self.restricted: list[RestrictedValue] | None = None
@@ -245,6 +253,8 @@ class _Known:
             pending["positions"] = later
         if "skill" in self.sections and self.skill is None:
             pending["skill"] = later
+        if "hidden" in self.sections and self.hidden is None:
+            pending["hidden"] = later
         return pending
 
     def _restricted_so_far(self) -> list[RestrictedValue]:
@@ -262,7 +272,7 @@ class _Known:
             rules=self.rules, fingerprint=fingerprint(self.rules), states=states, exploitability=exploitability,
             changed=differences_from_default(self.rules), summary=summary, start=start, usage=self.usage,
             restricted=restricted, draws=self.draws or [], variants=solved, skipped=list(self.skipped),
-            positions=self.positions or [], skill=self.skill or [], seconds=dict(parts.seconds),
+            positions=self.positions or [], skill=self.skill or [], hidden=self.hidden, seconds=dict(parts.seconds),
             table_reused=parts.table_reused, sections=self.sections, cached=set(parts.from_cache),
             pending=self.pending(), stalls=stalled, made=self._made(restricted, solved),
             run_seconds=time.perf_counter() - parts.started,
@@ -476,6 +486,10 @@ class _Parts:
         annotated = annotated_positions(self.rules, result, self.play.states, self.visits,
                                         lambda code: result.answer(code, self.game))
         return [(format_position(self.game.decode(a.code), self.rules), a) for a in annotated]
+
+    def hidden(self) -> HiddenAnalysis:
+        """Every hidden phase of a small table; the most frequent in play of a large one (with bounds where they outgrow the cap)."""
+        return hidden_analysis(self.rules, self.table.result, play=(self.play, self.visits))
 
     def cards(self) -> list[str]:
         """P1's cards legal somewhere in the table: one restricted game each."""

@@ -28,8 +28,25 @@ TURNS_SHOWN = 15  # of the usage-by-turn heat map
 PENDING_TITLES = {
     "usage": "2. Card usage", "strength": "3. Card strength", "draws": "3. Value of drawing each bonus card",
     "sensitivity": "4. Sensitivity", "positions": "5. What is optimal here", "skill": "6. Skill gap",
+    "hidden": "7. What hiding bonus cards changes",
 }
 """How a report written while it runs names the parts still to come (`Report.pending`)."""
+
+
+HIDDEN_ROWS = 12
+"""Hidden phases the report lists (`charge-spark hidden` lists them all)."""
+
+
+def hidden_rows(report: Report) -> tuple[list, str]:
+    """The hidden phases shown, with how often play meets each, and in what order they are."""
+    analysis = report.hidden
+    if analysis is None:
+        return [], ""
+    rows = list(zip(analysis.results, analysis.frequency))
+    if analysis.selection == "all":
+        rows.sort(key=lambda row: -row[0].gain)
+        return rows[:HIDDEN_ROWS], "the largest gains first"
+    return rows[:HIDDEN_ROWS], "the phases play meets most often, most frequent first"
 
 
 def pct(p: float, digits: int = 1) -> str:
@@ -91,7 +108,7 @@ def render_report(report: Report) -> str:
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), CardStatus=CardStatus,
         UNIFORM=UNIFORM, GREEDY=GREEDY, turns_shown=TURNS_SHOWN, pending_titles=PENDING_TITLES,
         STILL_TO_COME=STILL_TO_COME, duration=duration, made=made_totals(report.made), Seat=Seat,
-        KNOCK_OUT=KNOCK_OUT, MOON=MOON,
+        KNOCK_OUT=KNOCK_OUT, MOON=MOON, hidden_rows=hidden_rows(report)[0], hidden_order=hidden_rows(report)[1],
     )
 
 
