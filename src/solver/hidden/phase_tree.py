@@ -31,7 +31,6 @@ import numpy as np
 from rules.charge_spark.cards import Card
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.hidden import Known, all_known, drawn_cards, known_after_turn, public_view
-from rules.charge_spark.state import Position
 
 from ..core.game_tree import GameTree
 from ..core.result import SolveResult
@@ -74,6 +73,8 @@ class OpenGame:
         self.table = table
         self.decode = lru_cache(maxsize=1 << 18)(game.decode)
         self._expansions: dict[int, tuple] = {}
+        self._seen: dict[tuple, tuple] = {}
+        self._values: dict[int, float] = {}
 
     def expansion(self, code: int) -> tuple[tuple[int, ...], tuple[int, ...], list[list[tuple[float, int]]]]:
         """(P1's cards, P2's cards, outcomes by row * columns + column: [(probability, next code or -1 - outcome)])."""
@@ -90,8 +91,29 @@ class OpenGame:
             self._expansions[code] = found
         return found
 
+    def seen_after(
+        self, code: int, known: Known, card1: int, card2: int, nxt: int, reveal: bool
+    ) -> tuple[Known, tuple[int, int], tuple]:
+        """After the turn (card1, card2) from `code` to `nxt`, with `known` seen before:
+        what each seat has seen of the other's bonus cards, the card each drew (-1: none),
+        and the public view. The same turn recurs across histories: kept once computed."""
+        key = (code, known, card1, card2, nxt, reveal)
+        found = self._seen.get(key)
+        if found is None:
+            before, after = self.decode(code), self.decode(nxt)
+            cards = (Card(card1), Card(card2))
+            drawn = drawn_cards(before, cards, after)
+            seen = all_known(after) if reveal else known_after_turn(before, known, cards, after)
+            found = (seen, (-1 if drawn[0] is None else int(drawn[0]), -1 if drawn[1] is None else int(drawn[1])),
+                     public_view(after, seen))
+            self._seen[key] = found
+        return found
+
     def value(self, code: int) -> float:
-        return float(self.table.values[self.table.index_of(code)])
+        found = self._values.get(code)
+        if found is None:
+            found = self._values[code] = float(self.table.values[self.table.index_of(code)])
+        return found
 
     def terminal_payoff(self, outcome: int) -> float:
         return float(self.game.terminal_payoff[outcome])
@@ -157,7 +179,6 @@ class Phase:
         node.links = {}
         children: dict[tuple, int] = {}
         for w, world in enumerate(node.worlds):
-            before = self.open.decode(world.code)
             rows, cols, outcomes = self.open.expansion(world.code)
             for i, card1 in enumerate(rows):
                 for j, card2 in enumerate(cols):
@@ -166,8 +187,10 @@ class Phase:
                         if nxt < 0:
                             links.append((probability, nxt, -1))
                             continue
-                        child_world = self._next_world(world, before, (Card(card1), Card(card2)), nxt, probability)
-                        view = (card1, card2, public_view(self.open.decode(nxt), child_world.known))
+                        known, drawn, seen = self.open.seen_after(world.code, world.known, card1, card2, nxt, self.reveal)
+                        draws = tuple(d + ((card,) if card >= 0 else ()) for d, card in zip(world.draws, drawn))
+                        child_world = World(nxt, known, (draws[0], draws[1]), world.chance * probability)
+                        view = (card1, card2, seen)
                         child = children.get(view)
                         if child is None:
                             child = children[view] = self._new_node(node.depth + 1)
@@ -177,13 +200,6 @@ class Phase:
         for child in new:
             self._settle(child)
         return new
-
-    def _next_world(self, world: World, before: Position, cards: tuple[Card, Card], nxt: int, probability: float) -> World:
-        after = self.open.decode(nxt)
-        drawn = drawn_cards(before, cards, after)
-        known = all_known(after) if self.reveal else known_after_turn(before, world.known, cards, after)
-        draws = tuple(d + ((int(card),) if card is not None else ()) for d, card in zip(world.draws, drawn))
-        return World(nxt, known, (draws[0], draws[1]), world.chance * probability)
 
     def grow_to(self, horizon: int) -> None:
         """Expand every public node above `horizon` that play can continue from."""
