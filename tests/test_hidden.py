@@ -282,3 +282,48 @@ def test_the_most_frequent_phases_are_those_play_meets_most(small):
     assert frequent.selection == "the 1 most frequent in play from the start"
     assert len(frequent.results) == 1 and frequent.frequency == [pytest.approx(met[0][0])]
     assert frequent.results[0].lower == pytest.approx(solve_start(open_game, phases[met[0][1]]).lower, abs=1e-12)
+
+
+TWO_SIDED = ("board=S*M", "health=1", "battery_tiles=1", "disc_tiles=1", "start_battery=1", "bonus_cards=ray,trap,recovery")
+
+
+@pytest.fixture(scope="module")
+def two_sided(tmp_path_factory) -> tuple[OpenGame, list[PhaseStart]]:
+    """Three bonus cards: both players landing on their star together each hold a card the other cannot tell."""
+    rules = rules_of(*TWO_SIDED)
+    table = solved_table(rules, tmp_path_factory.mktemp("tables"))
+    open_game = OpenGame(ChargeSparkGame(rules), table.result)
+    return open_game, [s for s in phase_starts(open_game) if s.holder == "both"]
+
+
+def test_two_sided_phases_are_solved_soundly(two_sided):
+    open_game, starts = two_sided
+    assert starts
+    for start in starts[:3]:
+        average = sum(w.chance * open_game.value(w.code) for w in start.worlds)
+        shown = Phase(open_game, list(start.worlds), reveal=True, stop_when_known=False).tree(2)
+        assert solve_tree(shown.tree, shown.lower).value == pytest.approx(average, abs=1e-9)
+        phase_tree = Phase(open_game, list(start.worlds)).tree(2)
+        assert phase_tree.tree.problem() is None
+        for payoffs in (phase_tree.lower, phase_tree.upper):
+            solution = solve_tree(phase_tree.tree, payoffs)
+            assert max(exploitability(phase_tree.tree, solution, payoffs)) <= 1e-9
+
+
+def test_reported_bounds_never_widen_as_the_horizon_grows(two_sided):
+    open_game, starts = two_sided
+    start = starts[0]
+    brackets = [solve_start(open_game, start, max_horizon=h) for h in (1, 2, 3)]
+    for wide, narrow in zip(brackets, brackets[1:]):
+        assert wide.lower - 1e-12 <= narrow.lower <= narrow.upper <= wide.upper + 1e-12
+
+
+def test_two_sided_seat_mirror(two_sided):
+    open_game, starts = two_sided
+    swap = open_game.game.swap
+    by_outcomes = {frozenset(s.outcomes): s for s in starts}
+    start = starts[0]
+    twin = by_outcomes[frozenset((int(swap(np.array([code]))[0]), p) for code, p in start.outcomes)]
+    mine, theirs = solve_start(open_game, start, max_horizon=2), solve_start(open_game, twin, max_horizon=2)
+    assert mine.lower == pytest.approx(1 - theirs.upper, abs=1e-9)
+    assert mine.upper == pytest.approx(1 - theirs.lower, abs=1e-9)
