@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from .analysis import StartResult
 from .run import MODEL, HiddenAnalysis
 
@@ -10,7 +12,7 @@ def hidden_value(result: StartResult) -> str:
     """The value, or the bracket (labelled) where the phase is not solved exactly."""
     if result.exact:
         return f"{result.lower:.6f}"
-    return f"bounds [{result.lower:.4f}, {result.upper:.4f}]"
+    return f"bounds [{result.lower:.4f},{result.upper:.4f}]"
 
 
 def cards_text(cards: dict[str, float]) -> str:
@@ -26,7 +28,7 @@ def hidden_text(analysis: HiddenAnalysis, header: list[str], shown: int | None) 
     if s.exact < s.starts:
         exact_line += f"; {s.starts - s.exact:,} given as bounds (tree over {analysis.max_nodes:,} nodes or horizon {analysis.max_horizon})"
     lines = header + [
-        f"model        {MODEL}",
+        "model        " + textwrap.fill(MODEL, width=110, subsequent_indent=" " * 13),
         f"starts       {s.starts:,} ({analysis.selection}; P1 drew {holders['P1']:,}, P2 drew {holders['P2']:,}, both {holders['both']:,})",
         f"exact        {exact_line}",
     ]
@@ -40,12 +42,12 @@ def hidden_text(analysis: HiddenAnalysis, header: list[str], shown: int | None) 
     if shown is not None:
         order = order[:shown]
     lines += ["", f"starts by gain ({len(order)} of {len(results)}{'' if shown is None or len(order) == len(results) else '; --all for every one'}):"]
-    lines.append(f"  {'holder':6}  {'may hold':18}  {'open avg':>8}  {'hidden':>26}  {'gain':>9}  {'open-play loss':>14}  {'naive exploit':>13}  {'H':>2}  {'per game':>8}  position | played")
+    lines.append(f"  {'holder':6}  {'may hold':18}  {'open avg':>8}  {'hidden':>20}  {'gain':>9}  {'open-play loss':>14}  {'naive exploit':>13}  {'H':>2}  {'per game':>8}  position | played")
     for k in order:
         r = results[k]
         times = analysis.frequency[k]
         lines.append(
-            f"  {r.holder:6}  {cards_text(r.cards):18}  {r.open_average:8.6f}  {hidden_value(r):>26}  {r.gain:+9.6f}"
+            f"  {r.holder:6}  {cards_text(r.cards):18}  {r.open_average:8.6f}  {hidden_value(r):>20}  {r.gain:+9.6f}"
             f"  {r.holder_open_loss:14.6f}  {r.naive_exploitability:13.6f}  {r.horizon:2d}  {'-' if times is None else f'{times:.4f}':>8}"
             f"  {r.position} | {r.played}"
         )
