@@ -92,3 +92,18 @@ def test_report_bench_lists_every_part_and_reads_them_all_from_the_cache_the_sec
     text = "\n".join(lines)
     assert "the rules' table" in text and "further solves" in text and "P1 may not play" in text
     assert lines[-1].rstrip().endswith("0 parts computed"), lines[-1]
+
+
+def test_phase_tree_bench_agrees_with_openspiel():
+    import pytest
+
+    pytest.importorskip("pyspiel", reason="the crosscheck extra (open-spiel) is not installed")
+    pytest.importorskip("cvxopt", reason="GLPK for OpenSpiel's LP comes with cvxopt (crosscheck extra)")
+    from solver.bench import bench_phase_trees
+
+    lines = bench_phase_trees(["board=S*M", "health=1", "battery_tiles=1", "disc_tiles=1", "start_battery=1",
+                               "bonus_cards=ray,trap"], horizons=(1, 2))
+    assert len(lines) == 3 and "phase starts" in lines[0]
+    for line in lines[1:]:
+        assert "OpenSpiel" in line and "ours" in line
+        assert float(line.rsplit("|dv| ", 1)[1]) <= 1e-9

@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import resource
 import sys
+import tempfile
 import threading
 import time
 
@@ -344,6 +345,44 @@ def bench_openspiel(spec: str) -> list[str]:
     ]
 
 
+def bench_phase_trees(overrides: list[str], horizons: tuple[int, ...] = (1, 2, 3)) -> list[str]:
+    """Hidden-card phase trees of growing horizon solved by our sequence-form LP
+    (sparse, HiGHS) and by OpenSpiel's (`sequence_form_lp`, GLPK through cvxpy) on
+    the same tree read from its .efg export: the baseline, run here."""
+    try:
+        import pyspiel
+        from open_spiel.python.algorithms import sequence_form_lp
+    except ImportError as error:
+        return [f"phase trees head-to-head skipped: {error} (install the crosscheck extra)"]
+    from rules.charge_spark.config import RuleSet, apply_overrides
+    from rules.charge_spark.game import ChargeSparkGame
+
+    from .core.efg import write_efg
+    from .core.sequence_form import solve_tree
+    from .hidden.phase_tree import OpenGame, Phase
+    from .hidden.starts import phase_starts
+    from .tables import solved_table
+
+    rules = apply_overrides(RuleSet(), overrides)
+    with tempfile.TemporaryDirectory() as cache:  # the table is solved in memory and kept there
+        open_game = OpenGame(ChargeSparkGame(rules), solved_table(rules, cache).result)
+    starts = phase_starts(open_game)
+    # The start whose phase needs the longest horizon among the first few: a tree that keeps growing.
+    start = max(starts[:40], key=lambda s: Phase(open_game, list(s.worlds)).tree(max(horizons)).horizon_leaves)
+    lines = [f"phase trees, {' '.join(overrides)} ({len(starts)} phase starts; one that lasts):"]
+    for horizon in horizons:
+        phase_tree = Phase(open_game, list(start.worlds)).tree(horizon)
+        ours, our_t = _timed(solve_tree, phase_tree.tree, phase_tree.upper)
+        text = write_efg(phase_tree.tree, phase_tree.upper, labels=False, decimal=True)
+        theirs, their_t = _timed(
+            lambda efg: sequence_form_lp.solve_zero_sum_game(pyspiel.load_efg_game(efg), solver="GLPK"), text)
+        lines.append(
+            f"  H={horizon}: {len(phase_tree.tree):>7,} nodes   OpenSpiel {their_t:8.3f} s   ours {our_t:8.3f} s"
+            f"   ratio {their_t / our_t:,.1f}x   |dv| {abs(theirs[0] - ours.value):.1e}"
+        )
+    return lines
+
+
 def bench_report_parts(overrides: list[str]) -> list[str]:
     """The report of a rule set from an empty cache, part by part (each part's
     wall time and states, as "How this report was made" shows them), then
@@ -456,6 +495,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in bench_openspiel("goofspiel(num_cards=4,imp_info=False,points_order=random,returns_type=point_difference)"):
         print(line, flush=True)
     tiny = ["board=S*M", "health=1", "battery_tiles=2", "disc_tiles=2", "bonus_cards=ray,copy"]  # the report tests'
+    for line in bench_phase_trees(tiny, horizons=(1, 2) if args.quick else (1, 2, 3, 4, 5)):
+        print(line, flush=True)
     report_rules = tiny if args.quick else ["board=S*M", "health=1"]
     for line in bench_report_parts(report_rules):
         print(line, flush=True)
