@@ -590,3 +590,25 @@ def test_the_hidden_card_section_lists_the_phases_with_the_largest_gains(report)
     gains = [float(g) for g in re.findall(r"<td>([+-][\d.]+) pp</td><td>[+-][\d.]+ pp</td><td>[+-][\d.]+ pp</td>", section)]
     assert gains == sorted(gains, reverse=True) and gains[0] > 0
     assert "section 7 measures what hiding them changes" in unescape(html)
+
+
+def test_a_phase_not_solved_exactly_is_shown_as_labelled_bounds(running_report):
+    from dataclasses import replace
+
+    from solver.hidden.analysis import StartResult, summarise
+    from solver.hidden.run import HiddenAnalysis
+    from solver.report.render import render_report
+
+    _, finished, _ = running_report
+    bounded = StartResult(
+        position="h2 b2 d1 p1 rest=charge / h2 b2 d2 rest=charge", played="move / barrier", holder="P1",
+        cards={"ray": 0.5, "trap": 0.5}, open_average=0.5247, lower=0.5425, upper=1.0, horizon=3, nodes=23936,
+        exact=False, gain=0.0178, holder_open_loss=0.0086, naive_exploitability=0.0, seconds=17.5,
+    )
+    analysis = HiddenAnalysis(finished.rules, 1000, "the 1 most frequent in play from the start", [bounded], [0.0347],
+                              summarise([bounded], 17.5), 40, 200_000)
+    html = unescape(render_report(replace(finished, sections=(*STRENGTH_ONLY, "hidden"), hidden=analysis)))
+    section = re.search(r'<section id="hidden">(.*?)</section>', html, re.S).group(1)
+    assert "bounds 0.5425 to 1.0000 (H = 3)" in section
+    assert "exact: 0" in re.sub(r"\s+", " ", section) and "given as bounds: 1" in section
+    assert "the phases play meets most often" in section

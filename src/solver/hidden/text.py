@@ -30,10 +30,11 @@ def hidden_text(analysis: HiddenAnalysis, header: list[str], shown: int | None) 
     lines = header + [
         "model        " + textwrap.fill(MODEL, width=110, subsequent_indent=" " * 13),
         f"starts       {s.starts:,} ({analysis.selection}; P1 drew {holders['P1']:,}, P2 drew {holders['P2']:,}, both {holders['both']:,})",
-        f"exact        {exact_line}",
     ]
     if results:
-        lines.append(f"gain         largest {s.max_gain:+.6f} at {s.max_gain_position}; mean {s.mean_gain:+.6f} (lower bounds where not exact)")
+        lines.append(f"exact        {exact_line}")
+        lines.append(f"gain         largest {s.max_gain:+.6f} at {s.max_gain_position};"
+                     f" mean {s.mean_gain:+.6f} (lower bounds where not exact)")
     lines.append(f"time         {s.seconds:.1f} s solving the phases")
     if not results:
         lines.append("nothing to hide: every card drawn under these rules can be told by the opponent")
