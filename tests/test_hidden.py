@@ -327,3 +327,24 @@ def test_two_sided_seat_mirror(two_sided):
     mine, theirs = solve_start(open_game, start, max_horizon=2), solve_start(open_game, twin, max_horizon=2)
     assert mine.lower == pytest.approx(1 - theirs.upper, abs=1e-9)
     assert mine.upper == pytest.approx(1 - theirs.lower, abs=1e-9)
+
+
+def test_cli_writes_each_phase_tree_for_gambit(tmp_path):
+    gbt = pytest.importorskip("pygambit", reason="the crosscheck extra (pygambit) is not installed")
+    folder = tmp_path / "trees"
+    result = CliRunner().invoke(main, ["hidden", *sets(*TINY), "--json", "--efg", str(folder)])
+    assert result.exit_code == 0, result.output
+    starts = json.loads(result.output)["starts"]
+    assert sorted(p.name for p in folder.iterdir())[:2] == ["start-0000.efg", "start-0001.efg"]
+    assert len(list(folder.glob("start-*.efg"))) == len(starts) + sum(not s["exact"] for s in starts)
+    k, start = next((k, s) for k, s in enumerate(starts) if s["exact"] and s["horizon"] >= 2)
+    game = gbt.read_efg(str(folder / f"start-{k:04d}.efg"))
+    value = gbt.nash.lp_solve(game, rational=False).equilibria[0].payoff(game.players["Player 1"])
+    assert float(value) == pytest.approx(start["lower"], abs=1e-9)
+
+
+def test_cli_refuses_an_efg_folder_it_cannot_write(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = CliRunner().invoke(main, ["hidden", *sets(*TINY), "--efg", str(blocker / "trees")])
+    assert result.exit_code == 2 and "cannot write" in result.output and "Traceback" not in result.output

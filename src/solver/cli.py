@@ -411,10 +411,13 @@ def default_report_path(rule_set: RuleSet) -> Path:
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="Starts listed, by gain.")
 @click.option("--all", "show_all", is_flag=True, help="List every start.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--efg", "efg_dir", type=click.Path(file_okay=False), default=None,
+              help="Write each phase's last tree here as Gambit .efg files (start-K.efg at the lower valuation;"
+                   " start-K-upper.efg too where the phase is given as bounds), for other solvers to check.")
 @click.option("--max-states", type=click.IntRange(min=1), default=None, help="Refuse to enumerate more states than this.")
 def hidden(
     rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, horizon: int | None, max_nodes: int | None,
-    frequent: int | None, top: int, show_all: bool, as_json: bool, max_states: int | None,
+    frequent: int | None, top: int, show_all: bool, as_json: bool, efg_dir: str | None, max_states: int | None,
 ) -> None:
     """What hiding drawn bonus cards changes, phase by phase.
 
@@ -428,6 +431,7 @@ def hidden(
     from .hidden.text import hidden_text
 
     rule_set = rules_in_force(rules_file, overrides)
+    on_tree = None if efg_dir is None else efg_writer(Path(efg_dir), rule_set)
     started = time.perf_counter()
     table = solved_table(rule_set, cache_dir, max_states=max_states, show_progress=sys.stderr.isatty() and not as_json,
                          warn=warn, workers=usable_cores(), mapped=True)
@@ -437,7 +441,7 @@ def hidden(
             click.echo(f"\rphases solved {done:,} of {total:,}", err=True, nl=done == total)
     analysis = hidden_analysis(
         rule_set, table.result, max_horizon=horizon or DEFAULT_MAX_HORIZON, max_nodes=max_nodes or DEFAULT_MAX_NODES,
-        frequent=frequent, progress=progress,
+        frequent=frequent, progress=progress, on_tree=on_tree,
     )
     if as_json:
         click.echo(json.dumps(dict(analysis.as_json(), rules=canonical_mapping(rule_set),
@@ -450,6 +454,27 @@ def hidden(
         f" {time.perf_counter() - started:.1f} s in all",
     ]
     click.echo(hidden_text(analysis, header, None if show_all else top))
+
+
+def efg_writer(folder: Path, rule_set: RuleSet):
+    """What writes each phase's tree into `folder` (made if need be; checked writable before any work)."""
+    from .core.efg import save_efg
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputError(f"cannot write into {folder}: {error.strerror or error}") from None
+    check_writable(folder / "start-0000.efg")
+
+    def write(k: int, result, phase_tree) -> None:
+        title = f"Charge & Spark [rules {fingerprint(rule_set)}] hidden phase from {result.position} | {result.played}"
+        save_efg(phase_tree.tree, folder / f"start-{k:04d}.efg", phase_tree.lower,
+                 f"{title} (horizon {result.horizon}, leaves at their lower bound)")
+        if not result.exact:
+            save_efg(phase_tree.tree, folder / f"start-{k:04d}-upper.efg", phase_tree.upper,
+                     f"{title} (horizon {result.horizon}, leaves at their upper bound)")
+
+    return write
 
 
 @main.command("export-nfg")

@@ -104,6 +104,13 @@ def solve_start(
     open_game: OpenGame, start: PhaseStart, *, max_horizon: int = DEFAULT_MAX_HORIZON, max_nodes: int = DEFAULT_MAX_NODES,
 ) -> StartResult:
     """Bracket one phase's value, growing the horizon while the tree fits the cap."""
+    return bracket_start(open_game, start, max_horizon=max_horizon, max_nodes=max_nodes)[0]
+
+
+def bracket_start(
+    open_game: OpenGame, start: PhaseStart, *, max_horizon: int = DEFAULT_MAX_HORIZON, max_nodes: int = DEFAULT_MAX_NODES,
+) -> tuple[StartResult, PhaseTree]:
+    """`solve_start`, with the last tree solved (the one its figures come from)."""
     began = time.perf_counter()
     phase = Phase(open_game, list(start.worlds))
     total = sum(world.chance for world in start.worlds)
@@ -132,7 +139,7 @@ def solve_start(
     gain = sign * ((lower if holder == 0 else upper) - open_average) + 0.0  # + 0.0: no -0.0 printed
     loss, exploit = _strategy_figures(best, open_game, holder, lower, upper) if len(best.tree) > 1 else (0.0, 0.0)
     before = open_game.decode(start.before)
-    return StartResult(
+    result = StartResult(
         position=format_position(before, open_game.game.rules),
         played=f"{start.cards[0].label} / {start.cards[1].label}",
         holder=start.holder,
@@ -148,6 +155,7 @@ def solve_start(
         naive_exploitability=exploit,
         seconds=time.perf_counter() - began,
     )
+    return result, best
 
 
 def _root_bounds(phase_tree: PhaseTree) -> tuple[float, float]:

@@ -15,9 +15,9 @@ from rules.charge_spark.state import initial_position
 
 from ..core.play import Play
 from ..core.result import SolveResult
-from .analysis import DEFAULT_MAX_HORIZON, DEFAULT_MAX_NODES, StartResult, Summary, solve_start, summarise
+from .analysis import DEFAULT_MAX_HORIZON, DEFAULT_MAX_NODES, StartResult, Summary, bracket_start, summarise
 from .frequency import frequent_starts, play_and_visits, start_frequencies
-from .phase_tree import OpenGame
+from .phase_tree import OpenGame, PhaseTree
 from .starts import phase_starts
 
 MODEL = (
@@ -73,12 +73,13 @@ class HiddenAnalysis:
 def hidden_analysis(
     rules: RuleSet, table: SolveResult, *, max_horizon: int = DEFAULT_MAX_HORIZON, max_nodes: int = DEFAULT_MAX_NODES,
     frequent: int | None = None, progress: Callable[[int, int], None] | None = None,
-    play: tuple[Play, np.ndarray] | None = None,
+    play: tuple[Play, np.ndarray] | None = None, on_tree: Callable[[int, StartResult, PhaseTree], None] | None = None,
 ) -> HiddenAnalysis:
     """Solve the hidden phases of `rules`: all of them, or the `frequent` most
     frequent in play from the start (by default where the table is larger than
     `ALL_PHASES_UP_TO`). `play`: play from the start under the table's
-    strategies with its states' expected visits, if known already."""
+    strategies with its states' expected visits, if known already. `on_tree(k,
+    result, tree)` gets each start's last tree solved, as it is solved."""
     if frequent is None and table.table_states > ALL_PHASES_UP_TO:
         frequent = MOST_FREQUENT
     game = ChargeSparkGame(rules)
@@ -97,7 +98,10 @@ def hidden_analysis(
     began = time.perf_counter()
     results = []
     for k, phase_start in enumerate(starts):
-        results.append(solve_start(open_game, phase_start, max_horizon=max_horizon, max_nodes=max_nodes))
+        result, tree = bracket_start(open_game, phase_start, max_horizon=max_horizon, max_nodes=max_nodes)
+        results.append(result)
+        if on_tree is not None:
+            on_tree(k, result, tree)
         if progress is not None:
             progress(k + 1, len(starts))
     return HiddenAnalysis(

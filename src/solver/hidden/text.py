@@ -42,6 +42,8 @@ def hidden_text(analysis: HiddenAnalysis, header: list[str], shown: int | None) 
     order = sorted(range(len(results)), key=lambda k: -results[k].gain)
     if shown is not None:
         order = order[:shown]
+    if not order:
+        return "\n".join(lines)
     lines += ["", f"starts by gain ({len(order)} of {len(results)}{'' if shown is None or len(order) == len(results) else '; --all for every one'}):"]
     lines.append(f"  {'holder':6}  {'may hold':18}  {'open avg':>8}  {'hidden':>20}  {'gain':>9}  {'open-play loss':>14}  {'naive exploit':>13}  {'H':>2}  {'per game':>8}  position | played")
     for k in order:
