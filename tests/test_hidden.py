@@ -100,9 +100,9 @@ def test_showing_the_card_gives_the_open_value(small):
     """With every draw shown and the tree grown to the horizon anyway, the LP must
     give the open solver's average: a check of the tree's turns, chances and values."""
     open_game, starts = small
-    for start in sample(starts):
+    for start, horizon in [(s, 1) for s in starts] + [(s, 2) for s in sample(starts)]:  # every start, some deeper
         average = sum(w.chance * open_game.value(w.code) for w in start.worlds)
-        phase_tree = Phase(open_game, list(start.worlds), reveal=True, stop_when_known=False).tree(2)
+        phase_tree = Phase(open_game, list(start.worlds), reveal=True, stop_when_known=False).tree(horizon)
         assert phase_tree.horizon_leaves == 0 or np.allclose(
             phase_tree.lower[phase_tree.tree.leaves()], phase_tree.upper[phase_tree.tree.leaves()])
         assert solve_tree(phase_tree.tree, phase_tree.lower).value == pytest.approx(average, abs=1e-9)
@@ -348,3 +348,22 @@ def test_cli_refuses_an_efg_folder_it_cannot_write(tmp_path):
     blocker.write_text("")
     result = CliRunner().invoke(main, ["hidden", *sets(*TINY), "--efg", str(blocker / "trees")])
     assert result.exit_code == 2 and "cannot write" in result.output and "Traceback" not in result.output
+
+
+def test_seat_swapped_starts_read_off_their_twins_equal_those_solved(monkeypatch):
+    """The figures of a start read off its seat-swapped twin are those a solve gives (TINY: all 28 solved both ways)."""
+    import solver.hidden.run as run
+    from solver.hidden.analysis import strategies_mirror
+
+    rules = rules_of(*TINY)
+    table = solved_table(rules, None).result
+    assert strategies_mirror(OpenGame(ChargeSparkGame(rules), table))
+    read_off = hidden_analysis(rules, table)
+    assert sum(r.mirror_of is not None for r in read_off.results) == len(read_off.results) // 2
+    monkeypatch.setattr(run, "strategies_mirror", lambda open_game: False)
+    solved = hidden_analysis(rules, table)
+    assert all(r.mirror_of is None for r in solved.results)
+    for a, b in zip(read_off.results, solved.results):
+        assert (a.position, a.played, a.holder, a.cards, a.horizon, a.exact) == (b.position, b.played, b.holder, b.cards, b.horizon, b.exact)
+        for figure in ("open_average", "lower", "upper", "gain", "holder_open_loss", "naive_exploitability"):
+            assert getattr(a, figure) == pytest.approx(getattr(b, figure), abs=1e-9), figure

@@ -23,13 +23,14 @@ solved exactly, a lower bound that still holds:
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 from rules.charge_spark.cards import Card
 from rules.charge_spark.notation import format_position
 
+from ..core.graph import segment_positions
 from ..core.sequence_form import Behaviour, best_response, solve_tree
 from .phase_tree import OpenGame, Phase, PhaseTree
 from .starts import PhaseStart
@@ -60,6 +61,9 @@ class StartResult:
     holder_open_loss: float
     naive_exploitability: float
     seconds: float
+    mirror_of: int | None = None
+    """Where these figures were read off the seat-swapped start (its index in the
+    list), rather than solved: the game is symmetric, and so are the open strategies."""
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -156,6 +160,39 @@ def bracket_start(
         seconds=time.perf_counter() - began,
     )
     return result, best
+
+
+def mirrored(twin: StartResult, twin_index: int, open_game: OpenGame, start: PhaseStart) -> StartResult:
+    """A one-sided start's figures read off its seat-swapped twin's: P1's values are 1 minus
+    the twin's, and the holder's figures are the twin holder's. Sound where the open
+    table's strategies mirror between the seats (`strategies_mirror`)."""
+    holder = 1 if start.holder == "P2" else 0
+    return replace(
+        twin,
+        position=format_position(open_game.decode(start.before), open_game.game.rules),
+        played=f"{start.cards[0].label} / {start.cards[1].label}",
+        holder=start.holder,
+        cards=start.drawn(holder),
+        open_average=1.0 - twin.open_average,
+        lower=1.0 - twin.upper,
+        upper=1.0 - twin.lower,
+        seconds=0.0,
+        mirror_of=twin_index,
+    )
+
+
+def strategies_mirror(open_game: OpenGame) -> bool:
+    """Whether every position's seat-swapped twin is in the table with each seat's
+    strategy the other's there (a seat-folded solve makes them so)."""
+    t = open_game.table
+    states = np.asarray(t.states)
+    twins = np.searchsorted(states, open_game.game.swap(states))
+    if np.any(twins >= states.size) or np.any(states[np.minimum(twins, states.size - 1)] != open_game.game.swap(states)):
+        return False
+    if not np.array_equal(np.diff(t.row_ptr), np.diff(t.col_ptr)[twins]):
+        return False
+    at = segment_positions(t.col_ptr, twins)
+    return bool(np.array_equal(t.row_actions, t.col_actions[at]) and np.allclose(t.row_strategy, t.col_strategy[at], rtol=0, atol=1e-12))
 
 
 def _root_bounds(phase_tree: PhaseTree) -> tuple[float, float]:

@@ -15,7 +15,16 @@ from rules.charge_spark.state import initial_position
 
 from ..core.play import Play
 from ..core.result import SolveResult
-from .analysis import DEFAULT_MAX_HORIZON, DEFAULT_MAX_NODES, StartResult, Summary, bracket_start, summarise
+from .analysis import (
+    DEFAULT_MAX_HORIZON,
+    DEFAULT_MAX_NODES,
+    StartResult,
+    Summary,
+    bracket_start,
+    mirrored,
+    strategies_mirror,
+    summarise,
+)
 from .frequency import frequent_starts, play_and_visits, start_frequencies
 from .phase_tree import OpenGame, PhaseTree
 from .starts import phase_starts
@@ -96,12 +105,20 @@ def hidden_analysis(
         frequency = [times for _, times in chosen]
         selection = f"the {frequent} most frequent in play from the start"
     began = time.perf_counter()
-    results = []
+    # A one-sided start and its seat-swapped twin have mirrored figures: the second is read off the first.
+    mirror = on_tree is None and frequent is None and strategies_mirror(open_game)
+    solved: dict[frozenset, int] = {}
+    results: list[StartResult] = []
     for k, phase_start in enumerate(starts):
-        result, tree = bracket_start(open_game, phase_start, max_horizon=max_horizon, max_nodes=max_nodes)
-        results.append(result)
-        if on_tree is not None:
-            on_tree(k, result, tree)
+        twin = solved.get(frozenset((int(game.swap(np.array([code]))[0]), p) for code, p in phase_start.outcomes))
+        if mirror and twin is not None and phase_start.holder != "both":
+            results.append(mirrored(results[twin], twin, open_game, phase_start))
+        else:
+            result, tree = bracket_start(open_game, phase_start, max_horizon=max_horizon, max_nodes=max_nodes)
+            results.append(result)
+            solved[frozenset(phase_start.outcomes)] = k
+            if on_tree is not None:
+                on_tree(k, result, tree)
         if progress is not None:
             progress(k + 1, len(starts))
     return HiddenAnalysis(

@@ -39,7 +39,7 @@ def hidden_text(analysis: HiddenAnalysis, header: list[str], shown: int | None) 
     if not results:
         lines.append("nothing to hide: every card drawn under these rules can be told by the opponent")
         return "\n".join(lines)
-    order = sorted(range(len(results)), key=lambda k: -results[k].gain)
+    order = sorted(range(len(results)), key=lambda k: (-round(results[k].gain, 9), k))  # twins' gains tie
     if shown is not None:
         order = order[:shown]
     if not order:

@@ -44,7 +44,7 @@ def hidden_rows(report: Report) -> tuple[list, str]:
         return [], ""
     rows = list(zip(analysis.results, analysis.frequency))
     if analysis.selection == "all":
-        rows.sort(key=lambda row: -row[0].gain)
+        rows.sort(key=lambda row: -round(row[0].gain, 9))  # stable: a start before its seat-swapped twin
         return rows[:HIDDEN_ROWS], "the largest gains first"
     return rows[:HIDDEN_ROWS], "the phases play meets most often, most frequent first"
 
