@@ -90,6 +90,7 @@ def restricted_cold():
     return _solve(RULES, restricted_to=CARD)
 
 
+@pytest.mark.slow  # a minute; the warm solve's answers are checked by the variant's test, the restricted job's use of the table by its own
 def test_a_restricted_game_solved_warm_has_the_cold_answer_at_every_state(cache, warm_table, restricted_cold):
     game, _ = _start(RULES)
     seed = warm_start(warm_table, WithoutRowAction(game, game.action_labels.index(CARD)))
