@@ -142,12 +142,8 @@ def bracket_start(
     sign = 1.0 if holder == 0 else -1.0
     gain = sign * ((lower if holder == 0 else upper) - open_average) + 0.0  # + 0.0: no -0.0 printed
     loss, exploit = _strategy_figures(best, open_game, holder, lower, upper) if len(best.tree) > 1 else (0.0, 0.0)
-    before = open_game.decode(start.before)
     result = StartResult(
-        position=format_position(before, open_game.game.rules),
-        played=f"{start.cards[0].label} / {start.cards[1].label}",
-        holder=start.holder,
-        cards=start.drawn(holder),
+        **_where(open_game, start),
         open_average=open_average,
         lower=lower,
         upper=upper,
@@ -166,13 +162,9 @@ def mirrored(twin: StartResult, twin_index: int, open_game: OpenGame, start: Pha
     """A one-sided start's figures read off its seat-swapped twin's: P1's values are 1 minus
     the twin's, and the holder's figures are the twin holder's. Sound where the open
     table's strategies mirror between the seats (`strategies_mirror`)."""
-    holder = 1 if start.holder == "P2" else 0
     return replace(
         twin,
-        position=format_position(open_game.decode(start.before), open_game.game.rules),
-        played=f"{start.cards[0].label} / {start.cards[1].label}",
-        holder=start.holder,
-        cards=start.drawn(holder),
+        **_where(open_game, start),
         open_average=1.0 - twin.open_average,
         lower=1.0 - twin.upper,
         upper=1.0 - twin.lower,
@@ -181,13 +173,24 @@ def mirrored(twin: StartResult, twin_index: int, open_game: OpenGame, start: Pha
     )
 
 
+def _where(open_game: OpenGame, start: PhaseStart) -> dict:
+    """The fields of a `StartResult` that say which start it is."""
+    return {
+        "position": format_position(open_game.decode(start.before), open_game.game.rules),
+        "played": f"{start.cards[0].label} / {start.cards[1].label}",
+        "holder": start.holder,
+        "cards": start.drawn(1 if start.holder == "P2" else 0),
+    }
+
+
 def strategies_mirror(open_game: OpenGame) -> bool:
     """Whether every position's seat-swapped twin is in the table with each seat's
     strategy the other's there (a seat-folded solve makes them so)."""
     t = open_game.table
     states = np.asarray(t.states)
-    twins = np.searchsorted(states, open_game.game.swap(states))
-    if np.any(twins >= states.size) or np.any(states[np.minimum(twins, states.size - 1)] != open_game.game.swap(states)):
+    swapped = open_game.game.swap(states)
+    twins = np.searchsorted(states, swapped)
+    if np.any(twins >= states.size) or np.any(states[np.minimum(twins, states.size - 1)] != swapped):
         return False
     if not np.array_equal(np.diff(t.row_ptr), np.diff(t.col_ptr)[twins]):
         return False

@@ -27,7 +27,7 @@ from .analysis import (
 )
 from .frequency import frequent_starts, play_and_visits, start_frequencies
 from .phase_tree import OpenGame, PhaseTree
-from .starts import phase_starts
+from .starts import PhaseStart, phase_starts
 
 MODEL = (
     "drawn bonus cards stay hidden until played; each hidden phase runs from a draw until every hidden card has"
@@ -108,10 +108,16 @@ def hidden_analysis(
     # A one-sided start and its seat-swapped twin have mirrored figures: the second is read off the first.
     mirror = on_tree is None and frequent is None and strategies_mirror(open_game)
     solved: dict[frozenset, int] = {}
+
+    def seat_swapped(phase_start: PhaseStart) -> frozenset:
+        """The outcomes of the start's seat-swapped twin, as `solved` keys them."""
+        codes, chances = zip(*phase_start.outcomes)
+        return frozenset(zip(game.swap(np.array(codes)).tolist(), chances))
+
     results: list[StartResult] = []
     for k, phase_start in enumerate(starts):
-        twin = solved.get(frozenset((int(game.swap(np.array([code]))[0]), p) for code, p in phase_start.outcomes))
-        if mirror and twin is not None and phase_start.holder != "both":
+        twin = solved.get(seat_swapped(phase_start)) if mirror and phase_start.holder != "both" else None
+        if twin is not None:
             results.append(mirrored(results[twin], twin, open_game, phase_start))
         else:
             result, tree = bracket_start(open_game, phase_start, max_horizon=max_horizon, max_nodes=max_nodes)
