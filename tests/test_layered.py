@@ -6,13 +6,15 @@ import os
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 from solver.core.components import strongly_connected_components
 from solver.core.graph import build_graph, reachable_states
-from solver.core.layered import enumerate_by_rank, solve_layers
+from solver.core.layered import _OffsetColumn, _shared, enumerate_by_rank, solve_layers
 from solver.core.solve import _solve_graph
 
 VARIANTS = {  # each with several ranks and cycles within them, and each solved in seconds
@@ -253,3 +255,26 @@ def test_a_game_without_choices_is_solved_as_its_markov_chain(monkeypatch):
         np.testing.assert_allclose(getattr(chain, name), getattr(bracketed, name), atol=1e-10, err_msg=name)
     assert np.max(chain.p2_guarantee - chain.p1_guarantee) <= 1e-12
     assert chain.bellman_residual <= 1e-12
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    middle=st.lists(st.floats(-2.0, 2.0, allow_nan=False), min_size=1, max_size=50),
+    offsets=st.lists(st.one_of(st.floats(-1e-9, 1e-9), st.floats(-1.0, 1.0), st.just(0.0)), min_size=50, max_size=50),
+)
+def test_guarantees_kept_as_offsets_never_read_back_stronger(middle, offsets):
+    """A guarantee kept as a float32 offset from the value reads back on its
+    side's weaker end of the figure written, within a float32 step of the
+    offset and a few float64 steps of the figure."""
+    n = len(middle)
+    base = np.asarray(middle)
+    written = base + np.asarray(offsets[:n])
+    for lower in (True, False):
+        column = _OffsetColumn(_shared((n,), np.float64), n, lower=lower)
+        column.middle[:] = base
+        column[np.arange(n)] = written
+        back = column[np.arange(n)]
+        assert np.all(back <= written) if lower else np.all(back >= written)
+        slack = (np.abs(written - base) * 2.0**-22 + 8.0 * np.spacing(np.maximum(np.abs(base), np.abs(written)))
+                 + 2.0**-148)  # float32's smallest step, where the offset is all but 0
+        assert np.all(np.abs(back - written) <= slack)

@@ -636,15 +636,16 @@ def solve_layers_at(
         low, high = (f.hurried_p1_guarantee, f.hurried_p2_guarantee) if hurried else (f.p1_guarantee, f.p2_guarantee)
         worst = max((_exploitability(f.middle, low, high, lo, lo + _CHUNK) for lo in range(0, n, _CHUNK)), default=0.0)
         return RootFigures(
-            roots, f.middle[at].copy(), low[at].copy(), high[at].copy(), f.terminal[at].copy(), f.unending[at].copy(),
-            f.ending_turns[at].copy(), max(worst, 0.0), int(n), run.residual, run.rounds, hurried,
+            roots, f.middle[at].copy(), low[at], high[at], f.terminal[at].astype(np.float64),
+            f.unending[at].astype(np.float64), f.ending_turns[at].astype(np.float64), max(worst, 0.0), int(n),
+            run.residual, run.rounds, hurried,
         )
 
 
 _CHUNK = 1 << 22  # states a step when scanning every state (no temporary of the whole size)
 
 
-def _exploitability(middle: np.ndarray, low: np.ndarray, high: np.ndarray, lo: int, hi: int) -> float:
+def _exploitability(middle: np.ndarray, low: _OffsetColumn, high: _OffsetColumn, lo: int, hi: int) -> float:
     """The most either side gains by best-responding, over states [lo, hi)."""
     v = middle[lo:hi]
     return float(np.maximum(v - low[lo:hi], high[lo:hi] - v).max(initial=0.0))
@@ -708,9 +709,9 @@ def _fill_from_boundary(game, figures: _SharedFigures, at: np.ndarray, codes: np
     if tuple(boundary.terminal_labels) != tuple(game.terminal_labels):
         raise ValueError("the boundary is a table of another game: its terminal outcomes differ")
     index = boundary.index(codes)
+    figures.middle[at] = boundary.figures("values", index)  # first: the guarantees are kept as offsets from it
     figures.p1_guarantee[at] = boundary.figures("p1_guarantee", index)
     figures.p2_guarantee[at] = boundary.figures("p2_guarantee", index)
-    figures.middle[at] = boundary.figures("values", index)
     figures.terminal[at] = boundary.figures("terminal_probability", index)
     figures.unending[at] = boundary.figures("unending_probability", index)
     figures.ending_turns[at] = boundary.figures("ending_turns", index)
@@ -745,26 +746,69 @@ def _process_exists(pid: int) -> bool:
 class _SharedFigures:
     """What is known of every state, in anonymous shared memory: forked
     workers write the figures of the states they finish and read those of
-    the states their layer exits to."""
+    the states their layer exits to.
+
+    Held compactly, since this is most of a large solve's memory:
+    - the values (bracket middles) in float64;
+    - every guarantee as a float32 offset from the value, rounded toward its
+      side's weaker end (`_OffsetColumn`): what is read back never claims more
+      than was proven, by at most a float32 step of the offset (about 1e-17
+      for the certified offsets, at most 1e-9) and two float64 steps of the
+      value, so the 1e-9 certificate holds as computed;
+    - outcome chances, the chance of never ending and the ending turns in
+      float64: they are exact figures composed rank after rank, and shown
+      to 1e-6 and below (float32 would move them by about 1e-7 a rank);
+    - the buzzer values in float64: hurried play ranks strategies by
+      differences of 1e-13 in them."""
 
     def __init__(self, n: int, terminals: int, hurried: bool = True) -> None:
         self.hurried = hurried  # without hurried play, its figures are never allocated
-        self.p1_guarantee = _shared((n,), np.float64)
-        self.p2_guarantee = _shared((n,), np.float64)
         self.middle = _shared((n,), np.float64)
+        self.p1_guarantee = _OffsetColumn(self.middle, n, lower=True)
+        self.p2_guarantee = _OffsetColumn(self.middle, n, lower=False)
         self.terminal = _shared((n, terminals), np.float64)
         self.unending = _shared((n,), np.float64)
         self.ending_turns = _shared((n,), np.float64)
         if hurried:
-            self.hurried_p1_guarantee = _shared((n,), np.float64)
-            self.hurried_p2_guarantee = _shared((n,), np.float64)
+            self.hurried_p1_guarantee = _OffsetColumn(self.middle, n, lower=True)
+            self.hurried_p2_guarantee = _OffsetColumn(self.middle, n, lower=False)
             self.p1_buzzer, self.p2_buzzer = _shared((n,), np.float64), _shared((n,), np.float64)
-            self.p1_guarantee_u0, self.p2_guarantee_u0 = _shared((n,), np.float64), _shared((n,), np.float64)
-            self.p1_guarantee_u1, self.p2_guarantee_u1 = _shared((n,), np.float64), _shared((n,), np.float64)
+            self.p1_guarantee_u0 = _OffsetColumn(self.middle, n, lower=True)
+            self.p2_guarantee_u0 = _OffsetColumn(self.middle, n, lower=False)
+            self.p1_guarantee_u1 = _OffsetColumn(self.middle, n, lower=True)
+            self.p2_guarantee_u1 = _OffsetColumn(self.middle, n, lower=False)
             self.fallback = _shared((n,), np.int8)
         self.row_count = _shared((n,), np.int16)
         self.col_count = _shared((n,), np.int16)
         self.finished = _shared((n,), np.bool_)
+
+
+class _OffsetColumn:
+    """One side's guarantee at every state, kept as a float32 offset from the
+    state's value (`middle`, which must be written first) and read back in
+    float64. A lower bound (P1's) is rounded down, an upper bound up, so
+    that `middle[i] + offset[i]`, computed as it is read, is never on the
+    stronger side of the figure written."""
+
+    def __init__(self, middle: np.ndarray, n: int, *, lower: bool) -> None:
+        self.middle = middle
+        self.offset = _shared((n,), np.float32)
+        self.lower = lower
+
+    def __len__(self) -> int:
+        return int(self.offset.shape[0])
+
+    def __getitem__(self, at) -> np.ndarray:
+        return self.middle[at] + self.offset[at].astype(np.float64)
+
+    def __setitem__(self, at, values) -> None:
+        base, values = self.middle[at], np.asarray(values, np.float64)
+        sign = -1.0 if self.lower else 1.0
+        # Two float64 steps cover the rounding of the difference and of the sum read back.
+        wanted = values - base + sign * 2.0 * np.spacing(np.maximum(np.abs(base), np.abs(values)))
+        offset = wanted.astype(np.float32)
+        self.offset[at] = np.where(offset.astype(np.float64) * -sign > wanted * -sign,
+                                   np.nextafter(offset, np.float32(sign * np.inf)), offset)
 
 
 def _shared(shape: tuple[int, ...], dtype) -> np.ndarray:
@@ -833,8 +877,8 @@ def _solve_layer_at(number: int) -> _LayerDone:
             os.path.join(ctx.spill, f"{number}.npz"), at=at, row_ptr=g.row_ptr, row_actions=g.row_actions,
             row=done.row_strategy, col_ptr=g.col_ptr, col_actions=g.col_actions, col=done.col_strategy,
         )
+    f.middle[at] = done.middle  # first: the guarantees are kept as offsets from it
     f.p1_guarantee[at], f.p2_guarantee[at] = done.solve_guarantees
-    f.middle[at] = done.middle
     f.terminal[at], f.unending[at] = done.terminal_probability, done.unending_probability
     f.ending_turns[at] = done.ending_turns
     if hurried:
@@ -864,8 +908,8 @@ def _mirror_layer_at(number: int) -> _LayerDone:
     if not f.finished[twin].all() or np.any(ctx.all_states[twin] != swapped):
         raise ValueError(f"layer of rank {layer.rank} mirrors a layer that is not finished")
     total = 2.0 * game.unending_payoff
+    f.middle[at] = total - f.middle[twin]  # first: the guarantees are kept as offsets from it
     f.p1_guarantee[at], f.p2_guarantee[at] = total - f.p2_guarantee[twin], total - f.p1_guarantee[twin]
-    f.middle[at] = total - f.middle[twin]
     f.terminal[at] = f.terminal[twin][:, np.asarray(game.terminal_swap)]
     f.unending[at], f.ending_turns[at] = f.unending[twin], f.ending_turns[twin]
     if ctx.keep.hurried:
@@ -956,33 +1000,67 @@ def _layer_pool(workers: int) -> futures.ProcessPoolExecutor:
 
 
 def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int], spill: str) -> dict[str, np.ndarray]:
-    """The solution's arrays, each built, written to `spill` and memory-mapped
-    in turn; the strategies from the files of the layers `numbers`."""
+    """The solution's arrays, each written to a file in `spill` a chunk at a
+    time and returned memory-mapped (the file unlinked at once), its pages let
+    go as they are written: no whole array is ever built in memory. The
+    strategies come from the files of the layers `numbers`."""
     out: dict[str, np.ndarray] = {"states": all_states}
-
-    def keep(name: str, a: np.ndarray) -> np.ndarray:
-        out[name] = _mapped(os.path.join(spill, f"out-{name}.npy"), a)
-        return out[name]
-
     del figures.p1_guarantee, figures.p2_guarantee  # the value solve's: the reported strategies' are kept
     for name, field in (("middle", "middle"), ("p1_guarantee", "hurried_p1_guarantee"), ("p2_guarantee", "hurried_p2_guarantee"),
                         ("terminal_probability", "terminal"), ("unending_probability", "unending"),
                         ("ending_turns", "ending_turns"), *((name, name) for name in PER_STATE_HURRY)):
-        keep(name, getattr(figures, field))
+        column = getattr(figures, field)
+        dtype: type = np.int8 if name == "fallback" else np.float64  # the table's types, whatever they are held in here
+        out[name] = _mapped_column(os.path.join(spill, f"out-{name}.npy"), column, dtype)
         delattr(figures, field)  # the shared memory goes with its last reference
     for side in ("row", "col"):
-        keep(f"{side}_ptr", offsets_of(getattr(figures, f"{side}_count").astype(np.int64)))
+        count = getattr(figures, f"{side}_count")
+        out[f"{side}_ptr"] = _mapped(os.path.join(spill, f"out-{side}_ptr.npy"), offsets_of(count.astype(np.int64)))
         delattr(figures, f"{side}_count")
     for side in ("row", "col"):
         ptr = out[f"{side}_ptr"]
-        for name, source, dtype in ((f"{side}_actions", f"{side}_actions", np.int16), (f"{side}_strategy", side, np.float64)):
-            target = np.empty(int(ptr[-1]), dtype)
+        for name, source, kind in ((f"{side}_actions", f"{side}_actions", np.int16), (f"{side}_strategy", side, np.float64)):
+            path = os.path.join(spill, f"out-{name}.npy")
+            target = np.lib.format.open_memmap(path, mode="w+", dtype=kind, shape=(int(ptr[-1]),))
             for number in numbers:
                 with np.load(os.path.join(spill, f"{number}.npz")) as piece:
                     _scatter_segments(piece["at"], piece[f"{side}_ptr"], piece[source], ptr, target)
-            keep(name, target)
+                _release_mapping(target)  # written pages go to the file; they would otherwise stay resident
+            target.flush()
             del target
+            out[name] = np.load(path, mmap_mode="r")
+            os.unlink(path)
     return out
+
+
+_COLUMN_CHUNK = 1 << 22  # states a step when writing a column out
+
+
+def _mapped_column(path: str, column, dtype) -> np.ndarray:
+    """`column` (a shared array or an `_OffsetColumn`) written to `path` as
+    `dtype`, a chunk at a time, and read back memory-mapped; the file is
+    unlinked at once (the mapping keeps its data until the array is dropped)."""
+    n = len(column)
+    shape = (n, *np.shape(column)[1:]) if isinstance(column, np.ndarray) else (n,)
+    target = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+    for lo in range(0, n, _COLUMN_CHUNK):
+        target[lo : lo + _COLUMN_CHUNK] = column[lo : lo + _COLUMN_CHUNK]
+        _release_mapping(target)
+    target.flush()
+    del target
+    mapped = np.load(path, mmap_mode="r")
+    os.unlink(path)
+    return mapped
+
+
+def _release_mapping(a: np.memmap) -> None:
+    """Write `a`'s dirty pages to its file and drop them from this process's
+    memory (the page cache keeps them, to give back under pressure)."""
+    a.flush()
+    mapping = getattr(a, "_mmap", None)
+    if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
+        with contextlib.suppress(OSError, ValueError):
+            mapping.madvise(mmap.MADV_DONTNEED)
 
 
 def _mapped(path: str, a: np.ndarray) -> np.ndarray:
