@@ -274,6 +274,7 @@ def solved_table(
         result = solve_from(
             game, [code], show_progress=show_progress, max_states=max_states,
             estimated_states=estimate_reachable(rules), estimated_from="from the start", workers=workers, warm=seed,
+            resume_dir=resume_dir_of(path),
         )
         meta = {"fingerprint": key, "rules": canonical_mapping(rules)}
         stored = _store(path, result, key, meta, warn)
@@ -282,6 +283,12 @@ def solved_table(
             # a copy deleted at once (the mapping keeps it readable until it is dropped).
             result = (cached_table(path, key, warn, mapped=True) if stored else _mapped_copy(path, result, key, meta)) or result
         return SolvedTable(rules, result, path, reused=False, stored=stored, warm_started=seed is not None)
+
+
+def resume_dir_of(path: Path) -> Path:
+    """Where the solve of the table at `path` keeps its finished ranks until it
+    is stored, so that an interrupted solve resumes from them."""
+    return path.parent / "resume" / path.stem
 
 
 def _mapped_already(result: SolveResult) -> bool:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
 import mmap
 import multiprocessing
 import os
@@ -50,6 +51,7 @@ from .absorption import chain_values, outcomes_and_ending_turns
 from .best_response import best_response_values
 from .boundary import Boundary
 from .bracketing import bracket_values, mirrors_strategies, payoffs_swap, seat_mirror
+from .checkpoint import Checkpoint, digest_of_file
 from .components import strongly_connected_components
 from .graph import (
     GameGraph,
@@ -566,7 +568,7 @@ def _exits_mirror(layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigur
 def solve_layers(
     game: Any, layers: list[Layer], progress: Callable[[int], None] | None = None, workers: int = 1,
     scratch_dir: str | os.PathLike[str] | None = None, boundary: Boundary | None = None,
-    warm: WarmStart | None = None,
+    warm: WarmStart | None = None, resume_dir: str | os.PathLike[str] | None = None,
 ) -> LayeredSolution:
     """Solve every layer, highest rank first (see the module docstring).
 
@@ -587,8 +589,14 @@ def solve_layers(
 
     With `warm`, each layer's cyclic components start from the estimates
     `warm(codes)` gives for its states (see `WarmStart`); the workers call it
-    themselves, each for its own layer."""
-    with _layers_solved(game, layers, progress, workers, scratch_dir, boundary, warm, _Keep(True, True)) as run:
+    themselves, each for its own layer.
+
+    With `resume_dir`, every finished layer is kept there, checksummed, and a
+    solve interrupted earlier (Ctrl-C, a kill, a power cut) resumes from the
+    layers it finished: the same answer, state by state. The directory goes
+    when the solve is done; it needs about as much room as the table."""
+    keep = _Keep(True, True)
+    with _layers_solved(game, layers, progress, workers, scratch_dir, boundary, warm, keep, resume_dir) as run:
         arrays = _assemble(run.all_states, run.figures, [i for i, layer in enumerate(layers) if not layer.given], run.spill)
         return LayeredSolution(
             **arrays, bellman_residual=run.residual, rounds=run.rounds, certify_seconds=run.certify_seconds,
@@ -619,7 +627,7 @@ def solve_layers_at(
     game: Any, layers: list[Layer], roots: np.ndarray, *, hurried: bool = True,
     progress: Callable[[int], None] | None = None, workers: int = 1,
     scratch_dir: str | os.PathLike[str] | None = None, boundary: Boundary | None = None,
-    warm: WarmStart | None = None,
+    warm: WarmStart | None = None, resume_dir: str | os.PathLike[str] | None = None,
 ) -> RootFigures:
     """`solve_layers`, keeping only the figures at `roots` and the certificate:
     no strategy is written or assembled, and with `hurried=False` no hurried
@@ -628,7 +636,7 @@ def solve_layers_at(
     same values as `solve_layers`, for a fraction of its memory and time."""
     roots = np.asarray(roots, np.int64)
     keep = _Keep(hurried=hurried, strategies=False)
-    with _layers_solved(game, layers, progress, workers, scratch_dir, boundary, warm, keep) as run:
+    with _layers_solved(game, layers, progress, workers, scratch_dir, boundary, warm, keep, resume_dir) as run:
         f, n = run.figures, run.all_states.size
         at = np.searchsorted(run.all_states, roots)
         if roots.size and (at.max() >= n or np.any(run.all_states[at] != roots)):
@@ -673,10 +681,15 @@ class _LayersRun:
 def _layers_solved(
     game: Any, layers: list[Layer], progress: Callable[[int], None] | None, workers: int,
     scratch_dir: str | os.PathLike[str] | None, boundary: Boundary | None, warm: WarmStart | None, keep: _Keep,
+    resume_dir: str | os.PathLike[str] | None = None,
 ) -> Iterator[_LayersRun]:
     """Every layer solved, its figures in shared memory (and, with
     `keep.strategies`, its strategies in the spill directory), for the body
-    of the `with` to read before the spill directory goes."""
+    of the `with` to read before the spill directory goes.
+
+    With `resume_dir`, each finished layer is kept there (`Checkpoint`), and
+    the layers a solve interrupted earlier kept whole and sound are read back
+    rather than solved again; the directory goes once the body is done."""
     global _CONTEXT
     all_states = np.sort(np.concatenate([layer.states for layer in layers]))
     figures = _SharedFigures(all_states.size, len(game.terminal_payoff), keep.hurried)
@@ -684,19 +697,93 @@ def _layers_solved(
         if layer.given:
             _fill_from_boundary(game, figures, np.searchsorted(all_states, layer.states), layer.states, boundary)
     _remove_abandoned_spills(scratch_dir)
-    with tempfile.TemporaryDirectory(prefix=f"{_SPILL_PREFIX}{os.getpid()}-", dir=scratch_dir) as spill:
+    checkpoint = Checkpoint(resume_dir, _manifest(layers, keep)) if resume_dir is not None else None
+    with contextlib.ExitStack() as stack:
+        if checkpoint is None:
+            spill = stack.enter_context(tempfile.TemporaryDirectory(prefix=f"{_SPILL_PREFIX}{os.getpid()}-", dir=scratch_dir))
+        else:
+            spill = str(checkpoint.directory)
         run = _LayersRun(all_states, figures, spill)
-        _CONTEXT = _LayerContext(game, layers, all_states, figures, spill, warm, keep)
+        restored = _restored_layers(checkpoint, figures, keep, spill) if checkpoint is not None else {}
+        for done in restored.values():
+            _count_done(run, done, progress)
+        _CONTEXT = _LayerContext(game, layers, all_states, figures, spill, warm, keep, checkpoint)
         try:
-            for done in _run_layers(layers, workers):
-                run.residual = max(run.residual, done.bellman_residual)
-                run.rounds += done.rounds
-                run.certify_seconds += done.certify_seconds
-                if progress is not None:
-                    progress(done.states)
+            for done in _run_layers(layers, workers, frozenset(restored)):
+                _count_done(run, done, progress)
         finally:
             _CONTEXT = None
         yield run
+    if checkpoint is not None:
+        checkpoint.remove()
+
+
+def _count_done(run: _LayersRun, done: _LayerDone, progress: Callable[[int], None] | None) -> None:
+    run.residual = max(run.residual, done.bellman_residual)
+    run.rounds += done.rounds
+    run.certify_seconds += done.certify_seconds
+    if progress is not None:
+        progress(done.states)
+
+
+_CHECKPOINT_VERSION = 1  # of what a kept layer holds: another version is solved anew
+
+
+def _manifest(layers: list[Layer], keep: _Keep) -> dict:
+    """What identifies a layered solve: its layers, state by state, and what it keeps."""
+    digest = hashlib.blake2b(digest_size=16)
+    for layer in layers:
+        digest.update(np.array([layer.rank, -1 if layer.twin_of is None else layer.twin_of, layer.given], np.int64).tobytes())
+        digest.update(np.ascontiguousarray(layer.states, np.int64).tobytes())
+    return {"version": _CHECKPOINT_VERSION, "layers": digest.hexdigest(), "hurried": keep.hurried,
+            "strategies": keep.strategies}
+
+
+def _figure_columns(f: _SharedFigures) -> dict[str, np.ndarray]:
+    """Every per-state array of `f` that a finished layer writes, by name, as held (guarantees as their offsets)."""
+    columns = {"middle": f.middle, "terminal": f.terminal, "unending": f.unending, "ending_turns": f.ending_turns,
+               "row_count": f.row_count, "col_count": f.col_count}
+    names = ["p1_guarantee", "p2_guarantee"]
+    if f.hurried:
+        names += ["hurried_p1_guarantee", "hurried_p2_guarantee", *(f"p{side}_guarantee_u{u}" for side in (1, 2) for u in (0, 1))]
+        columns.update(p1_buzzer=f.p1_buzzer, p2_buzzer=f.p2_buzzer, fallback=f.fallback)
+    columns.update({name: getattr(f, name).offset for name in names})
+    return columns
+
+
+def _keep_layer(ctx: _LayerContext, number: int, at: np.ndarray, done: _LayerDone) -> None:
+    """Write finished layer `number`'s figures (and its strategies file's digest) to the checkpoint."""
+    if ctx.checkpoint is None:
+        return
+    arrays = {name: column[at] for name, column in _figure_columns(ctx.figures).items()}
+    meta: dict[str, Any] = {"states": done.states, "bellman_residual": done.bellman_residual, "rounds": done.rounds,
+            "certify_seconds": done.certify_seconds}
+    if ctx.keep.strategies:
+        meta["strategies"] = digest_of_file(Path(ctx.spill) / f"{number}.npz")
+    ctx.checkpoint.save(number, {"at": at, **arrays}, meta)
+
+
+def _restored_layers(checkpoint: Checkpoint, f: _SharedFigures, keep: _Keep, spill: str) -> dict[int, _LayerDone]:
+    """The layers the checkpoint holds whole and sound, their figures written
+    back into `f` as they were; the others are left to be solved."""
+    restored: dict[int, _LayerDone] = {}
+    columns = _figure_columns(f)
+    for number in checkpoint.finished_parts():
+        kept = checkpoint.load(number)
+        if kept is None:
+            continue
+        arrays, meta = kept
+        strategies = Path(spill) / f"{number}.npz"
+        if keep.strategies and (not strategies.exists() or digest_of_file(strategies) != meta.get("strategies")):
+            checkpoint.forget(number)
+            continue
+        at = arrays["at"]
+        for name, column in columns.items():
+            column[at] = arrays[name]
+        f.finished[at] = True
+        restored[number] = _LayerDone(int(meta["states"]), float(meta["bellman_residual"]), int(meta["rounds"]),
+                                      float(meta["certify_seconds"]))
+    return restored
 
 
 _SPILL_PREFIX = "charge-spark-layers-"
@@ -828,6 +915,7 @@ class _LayerContext:
     spill: str
     warm: WarmStart | None = None
     keep: _Keep = _Keep(hurried=True, strategies=True)
+    checkpoint: Checkpoint | None = None  # where finished layers are kept, for a resumed solve
 
 
 _CONTEXT: _LayerContext | None = None
@@ -889,8 +977,10 @@ def _solve_layer_at(number: int) -> _LayerDone:
         f.p1_guarantee_u0[at], f.p2_guarantee_u0[at], f.p1_guarantee_u1[at], f.p2_guarantee_u1[at] = s.p1_u0, s.p2_u0, s.p1_u1, s.p2_u1
         f.fallback[at] = done.fallback
     f.row_count[at], f.col_count[at] = np.diff(g.row_ptr), np.diff(g.col_ptr)
+    finished = _LayerDone(int(at.size), done.bellman_residual, done.rounds, done.certify_seconds)
+    _keep_layer(ctx, number, at, finished)
     f.finished[at] = True
-    return _LayerDone(int(at.size), done.bellman_residual, done.rounds, done.certify_seconds)
+    return finished
 
 
 def _mirror_layer_at(number: int) -> _LayerDone:
@@ -923,6 +1013,7 @@ def _mirror_layer_at(number: int) -> _LayerDone:
         f.fallback[at] = ((fell & 1) << 1) | ((fell & 2) >> 1)
     f.row_count[at], f.col_count[at] = f.col_count[twin], f.row_count[twin]
     if not ctx.keep.strategies:
+        _keep_layer(ctx, number, at, _LayerDone(int(at.size), 0.0, 0, 0.0))
         f.finished[at] = True
         return _LayerDone(int(at.size), 0.0, 0, 0.0)
     local = np.searchsorted(source.states, swapped)
@@ -935,6 +1026,7 @@ def _mirror_layer_at(number: int) -> _LayerDone:
             strategies[f"{side}_actions"] = piece[f"{other}_actions"][picked]
             strategies[side] = piece[other][picked]
     np.savez(os.path.join(ctx.spill, f"{number}.npz"), at=at, **strategies)
+    _keep_layer(ctx, number, at, _LayerDone(int(at.size), 0.0, 0, 0.0))
     f.finished[at] = True
     return _LayerDone(int(at.size), 0.0, 0, 0.0)
 
@@ -950,13 +1042,15 @@ def _twin_p1_guarantee(ctx: _LayerContext, exits: np.ndarray) -> np.ndarray | No
     return ctx.figures.p1_guarantee[at]
 
 
-def _run_layers(layers: list[Layer], workers: int) -> Iterator[_LayerDone]:
+def _run_layers(layers: list[Layer], workers: int, restored: frozenset[int] = frozenset()) -> Iterator[_LayerDone]:
     """Solve the context's layers, each once every rank it exits to is done,
-    on `workers` forked processes (in this one if 1); yields each as it finishes."""
-    waiting = sorted((i for i, layer in enumerate(layers) if not layer.given), key=lambda i: -layers[i].rank)
-    unfinished = collections.Counter(layer.rank for layer in layers if not layer.given)  # layers per rank
-    finished_layers: set[int] = set()
-    finished_ranks: set[int] = set()
+    on `workers` forked processes (in this one if 1); yields each as it
+    finishes. The layers `restored` are finished already."""
+    waiting = sorted((i for i, layer in enumerate(layers) if not layer.given and i not in restored),
+                     key=lambda i: -layers[i].rank)
+    unfinished = collections.Counter(layer.rank for i, layer in enumerate(layers) if not layer.given and i not in restored)
+    finished_layers: set[int] = set(restored)
+    finished_ranks: set[int] = {layer.rank for layer in layers if not unfinished[layer.rank]}
 
     def ready(i: int) -> bool:
         if layers[i].twin_of is not None:

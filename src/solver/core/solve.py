@@ -103,6 +103,7 @@ def solve_from(
     scratch_dir: str | os.PathLike[str] | None = None,
     boundary: Boundary | None = None,
     warm: WarmStart | None = None,
+    resume_dir: str | os.PathLike[str] | None = None,
 ) -> SolveResult:
     """Solve the part of `game` reachable from `roots`. Enumeration stops with
     `GraphTooLargeError` past `max_states` states, or by default past what
@@ -124,7 +125,11 @@ def solve_from(
     With `warm` (`layered.WarmStart`: values of a game with the same state
     encoding, e.g. `Boundary.estimates` of its stored table), cyclic
     components start from those estimates; the answer is certified exactly
-    as from a cold start and agrees with it within the certified tolerance."""
+    as from a cold start and agrees with it within the certified tolerance.
+
+    With `resume_dir` (rank by rank only), finished ranks are kept there and
+    an interrupted solve of the same game resumes from them (see
+    `layered.solve_layers`)."""
     if boundary is not None and not hasattr(game, "progress_rank"):
         raise ValueError("a solve with a boundary goes rank by rank: the game has no progress rank")
     if estimated_states is not None and boundary is None:
@@ -134,7 +139,7 @@ def solve_from(
     enumerated = _enumerated(game, roots, timings, show_progress, max_states, workers, boundary, bytes_per_state(game))
     if isinstance(enumerated, GameGraph):
         return _solve_graph(enumerated, game, timings, show_progress, warm)
-    return _solve_layers(game, enumerated, timings, show_progress, workers, scratch_dir, boundary, warm)
+    return _solve_layers(game, enumerated, timings, show_progress, workers, scratch_dir, boundary, warm, resume_dir)
 
 
 @dataclass(frozen=True, eq=False)
@@ -189,6 +194,7 @@ def solve_start_figures(
     workers: int = 1,
     scratch_dir: str | os.PathLike[str] | None = None,
     warm: WarmStart | None = None,
+    resume_dir: str | os.PathLike[str] | None = None,
 ) -> StartFigures:
     """`solve_from`'s figures at `roots` alone: the same values and
     certificate, but no strategy is written or assembled and nothing is
@@ -213,7 +219,7 @@ def solve_start_figures(
     with tqdm(desc="solving", total=sum(layer.states.size for layer in layers), unit=" states", delay=1.0,
               disable=not show_progress) as bar:
         figures = solve_layers_at(game, layers, roots, hurried=hurried, progress=bar.update, workers=workers,
-                                  scratch_dir=scratch_dir, warm=warm)
+                                  scratch_dir=scratch_dir, warm=warm, resume_dir=resume_dir)
     timings["solve"] = time.perf_counter() - clock
     method = FOLDED_METHOD if any(layer.twin_of is not None for layer in layers) else LAYERED_METHOD
     if not hurried:
@@ -273,7 +279,7 @@ def _outcome_labels(source) -> dict:
 def _solve_layers(
     game: StochasticGame, layers: list[Layer], timings: dict[str, float], show_progress: bool, workers: int,
     scratch_dir: str | os.PathLike[str] | None = None, boundary: Boundary | None = None,
-    warm: WarmStart | None = None,
+    warm: WarmStart | None = None, resume_dir: str | os.PathLike[str] | None = None,
 ) -> SolveResult:
     clock = time.perf_counter()
     with tqdm(
@@ -282,6 +288,7 @@ def _solve_layers(
     ) as bar:
         solution = solve_layers(
             game, layers, progress=bar.update, workers=workers, scratch_dir=scratch_dir, boundary=boundary, warm=warm,
+            resume_dir=resume_dir,
         )
     # Solving and certifying interleave rank by rank (and across workers): one wall time for both.
     timings["solve"] = time.perf_counter() - clock
