@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from dataclasses import replace
 
 import networkx as nx
 import numpy as np
@@ -17,10 +18,11 @@ from solver.core.absorption import (
     outcome_probabilities,
     outcomes_and_ending_turns,
 )
-from solver.core.best_response import best_response, best_response_values, pure_strategy
+from solver.core.best_response import best_response, best_response_and_stalls, best_response_values, pure_strategy
 from solver.core.certify import certify
 from solver.core.components import component_of, strongly_connected_components, successor_csr
 from solver.core.graph import GameGraph
+from solver.core.hurry import Known, ScoredGuarantees, scored, scored_guarantees
 from solver.core.shapley import bellman_residual
 
 # --------------------------------------------------------------------------
@@ -343,6 +345,84 @@ def brute_force(graph: GameGraph, seat: int, strategy: np.ndarray) -> np.ndarray
         v = pair_values(graph, strategy, resp) if seat == 0 else pair_values(graph, resp, strategy)
         best = v if best is None else (np.minimum(best, v) if seat == 0 else np.maximum(best, v))
     return best
+
+
+def stalls_by_peeling(graph: GameGraph, seat: int, strategy: np.ndarray) -> np.ndarray:
+    """The states from which the responder can keep play going forever with
+    probability 1, by the definition: the greatest set in which every state
+    has an action all of whose outcomes (over the strategy's support) stay in it."""
+    keep = np.ones(graph.num_states, bool)
+    changed = True
+    while changed:
+        changed = False
+        for s in np.flatnonzero(keep):
+            m, n = graph.row_ptr[s + 1] - graph.row_ptr[s], graph.col_ptr[s + 1] - graph.col_ptr[s]
+            ptr = graph.row_ptr if seat == 0 else graph.col_ptr
+            support = [f for f in range(m if seat == 0 else n) if strategy[ptr[s] + f] > 0]
+            replies = range(n if seat == 0 else m)
+
+            def stays(a, s=s, n=n, support=support):
+                for f in support:
+                    k = graph.cell_ptr[s] + (f * n + a if seat == 0 else a * n + f)
+                    for o in range(graph.out_ptr[k], graph.out_ptr[k + 1]):
+                        t = graph.out_next[o]
+                        if graph.out_prob[o] > 0 and (t < 0 or not keep[t]):
+                            return False
+                return True
+
+            if not any(stays(a) for a in replies):
+                keep[s] = False
+                changed = True
+    return keep
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_stalls_are_the_states_where_the_responder_can_go_on_forever(seed):
+    rng = np.random.default_rng(seed)
+    g = random_graph(rng, 30, max_actions=3, p_terminal=(0.1, 0.5, 0.8)[seed % 3], local=3)
+    for seat in (0, 1):
+        strategy = random_strategy(rng, g.row_ptr if seat == 0 else g.col_ptr)
+        _, _, stalls = best_response_and_stalls(g, seat, strategy)
+        np.testing.assert_array_equal(stalls, stalls_by_peeling(g, seat, strategy))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_scored_guarantee_is_the_known_one_exactly_when_no_endless_play_is_possible(seed):
+    """Without stalls every reply ends play surely: endless play's score never
+    counts, so the guarantee scored 0 or 2u is the one scored u, and
+    `scored_guarantees` takes it without a best response. With stalls, or with
+    different outcome payoffs, it computes them."""
+    rng = np.random.default_rng(seed)
+    g = random_graph(rng, 40, max_actions=3, p_terminal=(0.3, 0.6, 0.9)[seed % 3], local=4)
+    row, col = random_strategy(rng, g.row_ptr), random_strategy(rng, g.col_ptr)
+    p1, _, p1_stalls = best_response_and_stalls(g, 0, row)
+    p2, _, p2_stalls = best_response_and_stalls(g, 1, col)
+    pairs = (scored(g, 0.0), scored(g, 1.0))
+    known = (Known(g, p1, p1_stalls), Known(g, p2, p2_stalls))
+    fast = scored_guarantees(pairs, pairs, row, col, known=known)
+    full = scored_guarantees(pairs, pairs, row, col)
+    for name, values, stalls in (("p1_u0", p1, p1_stalls), ("p1_u1", p1, p1_stalls), ("p2_u0", p2, p2_stalls),
+                                 ("p2_u1", p2, p2_stalls)):
+        if stalls.any():
+            np.testing.assert_array_equal(getattr(fast, name), getattr(full, name))
+        else:
+            assert getattr(fast, name) is values
+            np.testing.assert_allclose(getattr(full, name), values, rtol=0, atol=1e-12)
+    other = replace(g, terminal_payoff=g.terminal_payoff[::-1].copy())  # same transitions, other payoffs
+    moved = scored_guarantees((scored(other, 0.0),) * 2, (scored(other, 0.0),) * 2, row, col, known=known)
+    np.testing.assert_array_equal(moved.p1_u0, best_response_values(scored(other, 0.0), 0, row))
+
+
+def test_stalling_is_scored_apart_from_the_known_guarantee():
+    g = stall_loop(0.5)
+    col = np.ones(2)
+    values, _, stalls = best_response_and_stalls(g, 1, col)
+    assert stalls.all()  # P1 can go back and forth forever
+    got = scored_guarantees((g, g), (scored(g, 0.0), scored(g, 1.0)), uniform(g.row_ptr), col,
+                            known=(Known(g, values, stalls), Known(g, values, stalls)))
+    assert isinstance(got, ScoredGuarantees)
+    np.testing.assert_allclose(got.p2_u0, [0.4, 0.4], atol=1e-14)  # endless play a loss: P1 gambles
+    np.testing.assert_allclose(got.p2_u1, [1.0, 1.0], atol=1e-14)  # endless play a win: P1 stalls
 
 
 @pytest.mark.parametrize("seed", range(40))

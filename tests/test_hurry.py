@@ -82,8 +82,8 @@ def test_a_won_position_is_converted_at_once():
 
 def _keep_the_value_solves_choice(p1_graph, p2_graph, lower, upper, row, col, exits, mirror=None, **_):
     n = p1_graph.num_states
-    none = np.zeros(n, np.bool_)
-    return Hurried(row, col, np.zeros(n), np.zeros(n), lower, upper, fallback_marks(none, none))
+    none, unknown = np.zeros(n, np.bool_), np.ones(n, np.bool_)  # stalls unknown: the scored guarantees are computed
+    return Hurried(row, col, np.zeros(n), np.zeros(n), lower, upper, fallback_marks(none, none), unknown, unknown)
 
 
 def _solve_start(overrides, monkeypatch=None, keep=False, eta=None):

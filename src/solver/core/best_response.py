@@ -375,16 +375,20 @@ def _br_big_component(
     choice[stalled] = witness[stalled]
 
 
-def best_response(
+def best_response_and_stalls(
     graph: GameGraph, seat: int, strategy: np.ndarray, guess: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact best response to the stationary strategy of the player at `seat`.
 
-    Returns `(values, actions)`: `values[i]` is the optimal value (P1's payoff)
+    Returns `(values, actions, stalls)`: `values[i]` is the optimal value (P1's payoff)
     the other player achieves from state i, and `actions[i]` the local index of
     the responder's action at state i in an optimal pure stationary policy
     (into `col_actions[col_ptr[i]:]` when seat == 0, `row_actions[row_ptr[i]:]`
-    when seat == 1). See the module docstring for the method.
+    when seat == 1), and `stalls[i]` whether i is in the set K of the module
+    docstring (the responder can keep play going forever from there with
+    probability 1: a set that depends on the strategy and the graph's
+    transitions, never on the payoffs). See the module docstring for the
+    method.
 
     `guess` (P1's payoff per state), when given, is where each cyclic
     component's value iteration starts instead of the worst payoff: a good
@@ -434,7 +438,15 @@ def best_response(
             break
         _br_big_component(*shared, ci, eps)
         ci += 1
-    return sign * X[:, 0] + 0.0, choice  # + 0.0: no -0.0 from the sign flip
+    return sign * X[:, 0] + 0.0, choice, in_k  # + 0.0: no -0.0 from the sign flip
+
+
+def best_response(
+    graph: GameGraph, seat: int, strategy: np.ndarray, guess: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`(values, actions)` of `best_response_and_stalls`."""
+    values, actions, _ = best_response_and_stalls(graph, seat, strategy, guess)
+    return values, actions
 
 
 def best_response_values(

@@ -473,19 +473,23 @@ def _hurried_solution(
     twin = mirror if _exits_mirror(layer, mirror, exits) else None
     # The value solve's guarantees go on to the next ranks' brackets unchanged, so the values are
     # exactly the value solve's; the hurried strategies' own are composed beside them.
+    checked_in = (with_exit_payoffs(layer, exits.hurried_guarantees[0]), with_exit_payoffs(layer, exits.hurried_guarantees[1]))
     hurried = hurry(
         p1_graph, p2_graph, low, high, row, col,
         Exits(ends, np.concatenate([none, exits.buzzer[0]]), np.concatenate([none, exits.buzzer[1]])), twin,
-        checked_in=(with_exit_payoffs(layer, exits.hurried_guarantees[0]), with_exit_payoffs(layer, exits.hurried_guarantees[1])),
+        checked_in=checked_in,
     )
     solve_guarantees = (low, high)
     row, col, low, high = hurried.row_strategy, hurried.col_strategy, hurried.p1_guarantee, hurried.p2_guarantee
     total = 2.0 * layer.graph.unending_payoff
     e = exits.scored
+    # Where no endless play is possible against the hurried strategies and the exits' scored
+    # guarantees are their hurried ones, the scored guarantees are the hurried ones, no best response needed.
     strict = scored_guarantees(
         (scored(with_exit_payoffs(layer, e.p1_u0), 0.0), scored(with_exit_payoffs(layer, e.p1_u1), total)),
         (scored(with_exit_payoffs(layer, e.p2_u0), 0.0), scored(with_exit_payoffs(layer, e.p2_u1), total)),
         row, col, twin,
+        known=hurried.known(checked_in),
     )
     residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
     terminal, unending, turns = _layer_outcomes(layer, p1_graph, row, col, exits)
