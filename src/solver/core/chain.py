@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numba import njit
 
 from .graph import GameGraph
 
@@ -112,3 +113,101 @@ def chain_of_play(graph: GameGraph) -> PlayChain:
 def expected_visits(chain: PlayChain, start: int, max_turns: int = 200) -> np.ndarray:
     """Expected number of turns spent in each state over the first `max_turns` turns."""
     return sum(chain.masses(start, max_turns), np.zeros(chain.transition.shape[0]))
+
+
+@dataclass(frozen=True, eq=False)
+class TurnByTurn:
+    """What one propagation of a chain's state probabilities turn by turn
+    gives (`turn_by_turn`): the figures each of these would otherwise need a
+    propagation of its own for."""
+
+    visits: np.ndarray
+    """Expected turns spent in each state over the turns followed (`expected_visits`)."""
+    length_pmf: np.ndarray
+    """[t - 1]: the probability that play ends at turn t, over all `max_turns` turns
+    (`absorption.length_distribution`)."""
+    alive: np.ndarray
+    """[t - 1]: the probability that play is still going at the start of turn t, over the turns followed."""
+    chosen: np.ndarray
+    """[k, t - 1, label]: the probability that play is still going at turn t and
+    the k-th of the `choices` picks `label` there, over the turns followed."""
+
+
+def turn_by_turn(
+    chain: PlayChain, start: int, max_turns: int = 200,
+    choices: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...] = (), labels: int = 0,
+    alive_below: float = 1e-12,
+) -> TurnByTurn:
+    """The state probabilities of `chain` from `start`, propagated once, turn
+    by turn for `max_turns` turns, and every figure read from them on the way:
+    the turns followed are those of `PlayChain.masses` (until less than
+    `alive_below` is still playing), the length's distribution runs to
+    `max_turns`. `choices`: per state, labelled weights (a seat's strategy:
+    `(ptr, labels, weights)`, state i's at ptr[i]:ptr[i + 1]), each summed
+    under the probability of being there, turn by turn."""
+    n = chain.transition.shape[0]
+    t = chain.transition
+    ptr = np.ascontiguousarray(t.indptr, np.int64)
+    idx = np.ascontiguousarray(t.indices, np.int64)
+    data = np.ascontiguousarray(t.data, np.float64)
+    ending = np.ascontiguousarray(chain.ending.sum(axis=1), np.float64)
+    choice_ptr = np.zeros((len(choices), n + 1), np.int64)
+    offset = 0
+    for k, (p, _labels, _weights) in enumerate(choices):
+        choice_ptr[k] = np.asarray(p, np.int64) + offset
+        offset += int(p[-1])
+    choice_label = np.concatenate([np.asarray(c[1], np.int64) for c in choices]) if choices else np.zeros(0, np.int64)
+    choice_weight = (np.concatenate([np.asarray(c[2], np.float64) for c in choices]) if choices
+                     else np.zeros(0, np.float64))
+    visits, pmf, alive, chosen = _turn_by_turn(ptr, idx, data, ending, int(start), int(max_turns), float(alive_below),
+                                               choice_ptr, choice_label, choice_weight, int(labels))
+    return TurnByTurn(visits, pmf, alive, chosen)
+
+
+@njit(cache=True)
+def _turn_by_turn(ptr, idx, data, ending, start, max_turns, alive_below, choice_ptr, choice_label, choice_weight,
+                  labels):
+    """The propagation of `turn_by_turn`: the mass pushed along the chain's
+    rows (P^T m, as `PlayChain.masses` computes it), only from states holding some."""
+    n = ptr.shape[0] - 1
+    sets = choice_ptr.shape[0]
+    mass = np.zeros(n)
+    pushed = np.zeros(n)
+    visits = np.zeros(n)
+    pmf = np.zeros(max_turns)
+    alive = np.zeros(max_turns)
+    chosen = np.zeros((sets, max_turns, labels))
+    mass[start] = 1.0
+    followed = 0
+    following = True
+    for t in range(max_turns):
+        if following:
+            total = 0.0
+            for j in range(n):
+                total += mass[j]
+            if total < alive_below:
+                following = False
+            else:
+                alive[t] = total
+                followed = t + 1
+        ended = 0.0
+        held = False
+        for j in range(n):
+            m = mass[j]
+            if m == 0.0:
+                continue
+            held = True
+            mass[j] = 0.0
+            ended += m * ending[j]
+            if following:
+                visits[j] += m
+                for k in range(sets):
+                    for e in range(choice_ptr[k, j], choice_ptr[k, j + 1]):
+                        chosen[k, t, choice_label[e]] += m * choice_weight[e]
+            for e in range(ptr[j], ptr[j + 1]):
+                pushed[idx[e]] += m * data[e]
+        pmf[t] = ended
+        if not held:
+            break
+        mass, pushed = pushed, mass
+    return visits, pmf, alive[:followed].copy(), chosen[:, :followed].copy()
