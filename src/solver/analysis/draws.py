@@ -134,7 +134,9 @@ def _draw_sums_by_state(
 ) -> np.ndarray:
     """`_draw_sums` of each state on its own (one visit): (states, gains then weights per kind)."""
     out = np.zeros((size, 2 * kinds))
-    cells = int(cell.max()) + 1 if cell.size else 0
+    if kinds == 0 or cell.size == 0:
+        return out
+    cells = int(cell.max()) + 1
     for seat in Seat:
         to_drawer = next_values if seat == Seat.P1 else 1.0 - next_values
         drew = drawn[:, seat, :] > 0
