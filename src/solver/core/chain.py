@@ -147,8 +147,8 @@ def turn_by_turn(
     under the probability of being there, turn by turn."""
     n = chain.transition.shape[0]
     t = chain.transition
-    ptr = np.ascontiguousarray(t.indptr, np.int64)
-    idx = np.ascontiguousarray(t.indices, np.int64)
+    # The chain's own index arrays (scipy keeps them int32 where that fits): no copy, half the bytes a turn reads.
+    ptr, idx = np.ascontiguousarray(t.indptr), np.ascontiguousarray(t.indices)
     data = np.ascontiguousarray(t.data, np.float64)
     ending = np.ascontiguousarray(chain.ending.sum(axis=1), np.float64)
     choice_ptr = np.zeros((len(choices), n + 1), np.int64)
@@ -156,7 +156,7 @@ def turn_by_turn(
     for k, (p, _labels, _weights) in enumerate(choices):
         choice_ptr[k] = np.asarray(p, np.int64) + offset
         offset += int(p[-1])
-    choice_label = np.concatenate([np.asarray(c[1], np.int64) for c in choices]) if choices else np.zeros(0, np.int64)
+    choice_label = np.concatenate([np.asarray(c[1], np.int16) for c in choices]) if choices else np.zeros(0, np.int16)
     choice_weight = (np.concatenate([np.asarray(c[2], np.float64) for c in choices]) if choices
                      else np.zeros(0, np.float64))
     visits, pmf, alive, chosen = _turn_by_turn(ptr, idx, data, ending, int(start), int(max_turns), float(alive_below),
