@@ -1,7 +1,9 @@
 """Each card's status (see `usage.CardStatus`) over every state of a solved
 table, streamed in chunks: each chunk is expanded with the game and its
 successors' values looked up in the table's sorted states, so no transition
-graph of the whole table is ever held (the default rules' would be ~84 GB)."""
+graph of the whole table is ever held (the default rules' would be ~84 GB).
+`flags_for_statuses` reads only what the statuses need: where every card is
+played somewhere, no state is expanded at all."""
 
 from __future__ import annotations
 

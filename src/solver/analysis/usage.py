@@ -4,7 +4,10 @@ needs (exact, by propagating state probabilities under the reported strategies).
 `card_usage` works on a whole game graph (small games; the reference).
 `table_card_usage` gives the same figures for a table of any size: the shares
 from the chain of play over the states it reaches (`core.play.Play`), the
-statuses streamed over every state of the table (`card_status`)."""
+statuses streamed over every state of the table (`card_status`).
+`usage_from_play` gives them again from play followed once and propagated
+once (`core.play.follow_play`, `core.chain.turn_by_turn`), as the report
+does: the rest of the table is read only as far as the statuses need it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """The Markov chain of play under a pair of stationary strategies, and the
-probability of being in each state turn by turn (exact propagation, no sampling)."""
+probability of being in each state turn by turn (exact propagation, no sampling).
+`turn_by_turn` propagates once for every figure read turn by turn."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit
 
 from .graph import GameGraph
 
@@ -159,55 +159,8 @@ def turn_by_turn(
     choice_label = np.concatenate([np.asarray(c[1], np.int16) for c in choices]) if choices else np.zeros(0, np.int16)
     choice_weight = (np.concatenate([np.asarray(c[2], np.float64) for c in choices]) if choices
                      else np.zeros(0, np.float64))
-    visits, pmf, alive, chosen = _turn_by_turn(ptr, idx, data, ending, int(start), int(max_turns), float(alive_below),
+    from .absorption import propagate_figures  # loads the compiler
+
+    visits, pmf, alive, chosen = propagate_figures(ptr, idx, data, ending, int(start), int(max_turns), float(alive_below),
                                                choice_ptr, choice_label, choice_weight, int(labels))
     return TurnByTurn(visits, pmf, alive, chosen)
-
-
-@njit(cache=True)
-def _turn_by_turn(ptr, idx, data, ending, start, max_turns, alive_below, choice_ptr, choice_label, choice_weight,
-                  labels):
-    """The propagation of `turn_by_turn`: the mass pushed along the chain's
-    rows (P^T m, as `PlayChain.masses` computes it), only from states holding some."""
-    n = ptr.shape[0] - 1
-    sets = choice_ptr.shape[0]
-    mass = np.zeros(n)
-    pushed = np.zeros(n)
-    visits = np.zeros(n)
-    pmf = np.zeros(max_turns)
-    alive = np.zeros(max_turns)
-    chosen = np.zeros((sets, max_turns, labels))
-    mass[start] = 1.0
-    followed = 0
-    following = True
-    for t in range(max_turns):
-        if following:
-            total = 0.0
-            for j in range(n):
-                total += mass[j]
-            if total < alive_below:
-                following = False
-            else:
-                alive[t] = total
-                followed = t + 1
-        ended = 0.0
-        held = False
-        for j in range(n):
-            m = mass[j]
-            if m == 0.0:
-                continue
-            held = True
-            mass[j] = 0.0
-            ended += m * ending[j]
-            if following:
-                visits[j] += m
-                for k in range(sets):
-                    for e in range(choice_ptr[k, j], choice_ptr[k, j + 1]):
-                        chosen[k, t, choice_label[e]] += m * choice_weight[e]
-            for e in range(ptr[j], ptr[j + 1]):
-                pushed[idx[e]] += m * data[e]
-        pmf[t] = ended
-        if not held:
-            break
-        mass, pushed = pushed, mass
-    return visits, pmf, alive[:followed].copy(), chosen[:, :followed].copy()

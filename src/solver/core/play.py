@@ -2,7 +2,10 @@
 states it reaches and kept as a Markov chain (`Play`): the start's length
 distribution, the chain's visits and the stalls are read from it. A table
 can be far larger than what optimal play visits, and its graph larger than
-memory, so play is followed chunk by chunk of the reached states."""
+memory, so play is followed chunk by chunk of the reached states.
+`follow_play` expands each reached state once and hands each chunk's
+expansion on, so that the analyses of play read it there rather than
+expanding the states again."""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from .graph import GameGraph, distinct_sorted, expansion_of, offsets_of, segment_positions
 from .protocol import StochasticGame
@@ -57,41 +59,30 @@ def _outcome_weights(result, codes: np.ndarray, expansion: dict[str, np.ndarray]
 
 
 def _weights(row_w: np.ndarray, col_w: np.ndarray, expansion: dict[str, np.ndarray]) -> np.ndarray:
-    """`_outcome_weights`, given both strategies at the expanded states."""
-    return _weights_kernel(
+    """`_outcome_weights`, given both strategies at the expanded states (numpy:
+    following play over a small stored table does without the compiler)."""
+    m, n = expansion["row_count"], expansion["col_count"]
+    row_start = np.concatenate([[0], np.cumsum(m)[:-1]])
+    col_start = np.concatenate([[0], np.cumsum(n)[:-1]])
+    state = np.repeat(np.arange(m.size), m * n)
+    within = np.arange(state.size) - np.repeat(np.concatenate([[0], np.cumsum(m * n)[:-1]]), m * n)
+    r, c = within // n[state], within % n[state]
+    wr, wc = row_w[row_start[state] + r], col_w[col_start[state] + c]
+    cell = np.where((wr > 0) & (wc > 0), wr * wc, 0.0)
+    prob = np.asarray(expansion["out_prob"], np.float64)
+    return np.where(prob > 0, np.repeat(cell, expansion["out_count"]) * prob, 0.0)
+
+
+def _compiled_weights(row_w: np.ndarray, col_w: np.ndarray, expansion: dict[str, np.ndarray]) -> np.ndarray:
+    """`_weights` by a compiled loop (equal to the last bit): numpy's arrays of
+    every cell's indices cost as much as expanding the states."""
+    from .absorption import outcome_weights  # loads the compiler
+
+    return outcome_weights(
         np.asarray(expansion["row_count"], np.int64), np.asarray(expansion["col_count"], np.int64),
         np.asarray(expansion["out_count"], np.int64), np.asarray(row_w, np.float64), np.asarray(col_w, np.float64),
         np.asarray(expansion["out_prob"], np.float64),
     )
-
-
-@njit(cache=True)
-def _weights_kernel(row_count, col_count, out_count, row_w, col_w, prob):
-    """Per outcome, cells row-major per state: P1's weight times P2's (0
-    where either is not positive) times the outcome's probability (0 where
-    that is not positive). A loop: the arrays of every cell's indices that
-    numpy needs cost as much as expanding the states."""
-    out = np.zeros(prob.shape[0])
-    o = 0
-    k = 0
-    r0 = 0
-    c0 = 0
-    for s in range(row_count.shape[0]):
-        m = row_count[s]
-        n = col_count[s]
-        for r in range(m):
-            wr = row_w[r0 + r]
-            for c in range(n):
-                wc = col_w[c0 + c]
-                cell = wr * wc if wr > 0.0 and wc > 0.0 else 0.0
-                for _ in range(out_count[k]):
-                    p = prob[o]
-                    out[o] = cell * p if p > 0.0 else 0.0
-                    o += 1
-                k += 1
-        r0 += m
-        c0 += n
-    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -218,7 +209,7 @@ def _played_chunk(game: StochasticGame, result: SolveResult, index: np.ndarray) 
     expansion = expansion_of(game, codes)
     row_w = np.asarray(result.row_strategy[segment_positions(result.row_ptr, index)])
     col_w = np.asarray(result.col_strategy[segment_positions(result.col_ptr, index)])
-    weight = _weights(row_w, col_w, expansion)
+    weight = _compiled_weights(row_w, col_w, expansion)
     nxt = expansion["out_next"]
     played = (weight > 0) & (nxt >= 0)
     codes_next = distinct_sorted(nxt[played])
