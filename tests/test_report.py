@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from browser import find_chromium, inked_fraction, screenshot
 from solver.cli import main
+from solver.report.build import PART_LABELS
 
 # A tiny rule set that keeps two bonus cards and a star: every section has
 # something to show, and each of its ~30 solves takes about a second.
@@ -564,13 +565,13 @@ def test_how_the_report_was_made_lists_every_part_with_its_cost(report, tmp_path
     restricted = [row for row in first if row[0].startswith("P1 may not play ")]
     assert len(restricted) >= 5 and all(row[1] != "-" and row[2] != "-" for row in restricted)
     assert "further solves" in parts and "skill gap" in parts and "card usage" in parts
-    assert int(parts["optimal play from the start, as a chain"][2].replace(",", "")) <= int(states.replace(",", ""))
+    assert int(parts[PART_LABELS["play"]][2].replace(",", "")) <= int(states.replace(",", ""))
 
     again = run("report", *SMALL, "--set", f"name={HOSTILE_NAME}", "--out", str(tmp_path / "again.html"),
                 "--cache-dir", str(cache))
     assert again.exit_code == 0, again.output
     second = _made_rows((tmp_path / "again.html").read_text(encoding="utf-8"))
-    prerequisites = ("optimal play from the start, as a chain", "expected visits of each state play reaches")
+    prerequisites = (PART_LABELS["play"], PART_LABELS["visits"])
     assert [row[0] for row in second] == [row[0] for row in first if row[0] not in prerequisites]
     for row in second:
         assert row[3] in ("read from the cache", "solved, its table read from the cache"), row

@@ -62,14 +62,19 @@ def summarise_start(table: SolvedTable, max_turns: int = LENGTH_TURNS) -> StartS
 
 def summarise_from(
     game, result: SolveResult, start: int, max_turns: int = LENGTH_TURNS, play: Play | None = None,
+    length_pmf: np.ndarray | None = None,
 ) -> StartSummary:
     """`summarise_start` of the solved `result` of `game` at the state coded
-    `start`; `play`: its `play_from` there, if already built."""
+    `start`; `play`: its `play_from` there, if already built; `length_pmf`:
+    the length's distribution over `max_turns` turns, if already propagated
+    (`core.chain.turn_by_turn`)."""
     i = result.index_of(start)
     outcomes = {label: float(result.terminal_probability[i, t]) for t, label in enumerate(result.terminal_labels)}
     outcomes[UNENDING] = float(result.unending_probability[i])
     pmf = np.zeros(0)
-    if max_turns > 0:
+    if length_pmf is not None:
+        pmf = np.asarray(length_pmf[:max_turns], np.float64)
+    elif max_turns > 0:
         # Imported here: it loads the compiler, which following play over a small stored table does without.
         from .core.absorption import length_distribution
 

@@ -17,7 +17,7 @@ from rules.charge_spark.state import held_bonus_counts
 from ..core.chain import CellIndex, expected_visits, play_chain
 from ..core.graph import GameGraph, expansion_of, segment_positions
 from ..core.outcome import Seat
-from ..core.play import Play
+from ..core.play import FollowedPlay, Play, PlayedChunk
 from ..core.result import SolveResult
 
 
@@ -102,3 +102,57 @@ def _draw_values(kinds: tuple[str, ...], gain_sum: np.ndarray, weight_sum: np.nd
         DrawValue(card, float(g / w) if w > 0 else float("nan"), float(w))
         for card, g, w in zip(kinds, gain_sum, weight_sum)
     ]
+
+
+def draw_sums_of(game, result: SolveResult):
+    """What `follow_play` gathers for `draws_from_play`: for each state of a
+    `PlayedChunk`, the gains and weights of `_draw_sums` as if it were visited
+    once (the draws' weights are linear in the state's visits), shape
+    (states, 2 x kinds)."""
+    kinds = len(game.codec.bonus_kinds)
+
+    def sums(part: PlayedChunk) -> np.ndarray:
+        e, size = part.expansion, part.codes.size
+        out_cell = np.repeat(np.arange(int(np.sum(e["row_count"] * e["col_count"])), dtype=np.int64), e["out_count"])
+        cell_state = np.repeat(np.arange(size), e["row_count"] * e["col_count"])
+        live = np.flatnonzero(part.slot >= 0)  # played outcomes leading to a state (those of positive weight)
+        # Each successor's value and holdings read once: the mapped table is read in order.
+        values = np.asarray(result.values[part.successors])[part.slot[live]]
+        held_next = held_bonus_counts(game.codec, np.asarray(result.states[part.successors]))[part.slot[live]]
+        cell, state = out_cell[live], cell_state[out_cell[live]]
+        drawn = held_next - held_bonus_counts(game.codec, part.codes)[state]
+        prob = np.asarray(e["out_prob"], np.float64)[live]
+        # `_draw_sums` per state, each outcome weighted by its probability under both strategies.
+        return _draw_sums_by_state(cell, state, size, part.weight[live], values, drawn, prob, kinds)
+
+    return sums
+
+
+def _draw_sums_by_state(
+    cell: np.ndarray, state: np.ndarray, size: int, weight: np.ndarray, next_values: np.ndarray, drawn: np.ndarray,
+    prob: np.ndarray, kinds: int,
+) -> np.ndarray:
+    """`_draw_sums` of each state on its own (one visit): (states, gains then weights per kind)."""
+    out = np.zeros((size, 2 * kinds))
+    if kinds == 0 or cell.size == 0:
+        return out
+    cells = int(cell.max()) + 1
+    for seat in Seat:
+        to_drawer = next_values if seat == Seat.P1 else 1.0 - next_values
+        drew = drawn[:, seat, :] > 0
+        any_draw = drew.any(axis=1)
+        mass = np.bincount(cell, weights=prob * any_draw, minlength=cells)
+        total = np.bincount(cell, weights=prob * any_draw * to_drawer, minlength=cells)
+        at_random = np.divide(total, mass, out=np.zeros_like(total), where=mass > 0)[cell]
+        for k in range(kinds):
+            out[:, k] += np.bincount(state, weights=weight * (to_drawer - at_random) * drew[:, k], minlength=size)
+            out[:, kinds + k] += np.bincount(state, weights=weight * drew[:, k], minlength=size)
+    return out
+
+
+def draws_from_play(game, followed: FollowedPlay, visits: np.ndarray) -> list[DrawValue]:
+    """`table_draw_values` from what `follow_play` gathered with `draw_sums_of`
+    and the expected `visits` of play's states."""
+    kinds = tuple(card.label for card in game.codec.bonus_kinds)
+    total = visits[followed.gathered_at] @ followed.gathered
+    return _draw_values(kinds, total[: len(kinds)], total[len(kinds) :])

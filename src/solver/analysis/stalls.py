@@ -31,7 +31,7 @@ from rules.charge_spark.game import ChargeSparkGame
 
 from ..core.chain import PlayChain, chain_of_play, play_chain
 from ..core.graph import GameGraph
-from ..core.play import Play, play_from
+from ..core.play import FollowedPlay, Play, play_from
 from ..core.result import STANDOFF_DEPENDENCE, SolveResult
 from ..core.table_file import DamagedTableError
 from ..core.table_reader import TableReader
@@ -141,6 +141,26 @@ def stall_chain(play: Play, result: SolveResult, chain: PlayChain | None = None)
     chain = chain if chain is not None else chain_of_play(play.graph)
     return StallChain(chain.transition, chain.ending.sum(axis=1), int(play.start), np.asarray(play.states),
                       smallest_probabilities(result, play.index), unending_dependence(result, play.index))
+
+
+def stall_chain_of_play(followed: FollowedPlay, result: SolveResult, chain: PlayChain) -> StallChain:
+    """`stall_chain` of `followed.play`, each state's smallest probability read
+    from the strategies gathered while following play rather than from the table again."""
+    play = followed.play
+    return StallChain(chain.transition, chain.ending.sum(axis=1), int(play.start), np.asarray(play.states),
+                      smallest_chosen(followed.choices), unending_dependence(result, play.index))
+
+
+def smallest_chosen(choices) -> np.ndarray:
+    """`smallest_probabilities` from both seats' `SeatChoices` (every positive weight of each state)."""
+    smallest = np.full(choices[0].ptr.size - 1, np.inf)
+    for seat in choices:
+        counts = np.diff(seat.ptr)
+        w = np.where(seat.weights > ROUNDING_WEIGHT, seat.weights, np.inf)
+        some = counts > 0
+        if w.size:
+            smallest[some] = np.minimum(smallest[some], np.minimum.reduceat(w, seat.ptr[:-1][some]))
+    return np.where(np.isfinite(smallest), smallest, 1.0)
 
 
 def table_stall_chain(graph: GameGraph, result: SolveResult, start: int) -> StallChain:

@@ -4,7 +4,10 @@ needs (exact, by propagating state probabilities under the reported strategies).
 `card_usage` works on a whole game graph (small games; the reference).
 `table_card_usage` gives the same figures for a table of any size: the shares
 from the chain of play over the states it reaches (`core.play.Play`), the
-statuses streamed over every state of the table (`card_status`)."""
+statuses streamed over every state of the table (`card_status`).
+`usage_from_play` gives them again from play followed once and propagated
+once (`core.play.follow_play`, `core.chain.turn_by_turn`), as the report
+does: the rest of the table is read only as far as the statuses need it."""
 
 from __future__ import annotations
 
@@ -14,12 +17,12 @@ from enum import Enum
 import numpy as np
 import scipy.sparse as sp
 
-from ..core.chain import CellIndex, PlayChain, cell_values, chain_of_play, play_chain
+from ..core.chain import CellIndex, PlayChain, TurnByTurn, cell_values, chain_of_play, play_chain
 from ..core.graph import GameGraph, offsets_of, segment_positions
-from ..core.play import Play
+from ..core.play import FollowedPlay, Play
 from ..core.protocol import StochasticGame
 from ..core.result import SolveResult
-from .card_status import OPTIMAL_TOLERANCE, CardFlags, card_flags
+from .card_status import OPTIMAL_TOLERANCE, CardFlags, card_flags, flags_for_statuses
 
 
 class CardStatus(Enum):
@@ -81,6 +84,32 @@ def table_card_usage(
     cards = tuple(game.action_labels[a] for a in legal)
     status = statuses(flags, legal, cards)
     return CardUsage(cards, overall[:, legal], by_turn[:, :, legal], alive, status)
+
+
+def choices_to_follow(followed: FollowedPlay) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
+    """Both seats' strategies at play's states, as `chain.turn_by_turn` sums them turn by turn for `usage_from_play`."""
+    return tuple((c.ptr, c.actions, c.weights) for c in followed.choices)
+
+
+def usage_from_play(game: StochasticGame, result: SolveResult, followed: FollowedPlay, figures: TurnByTurn) -> CardUsage:
+    """`table_card_usage` from play followed once (`follow_play`) and its one
+    propagation (`turn_by_turn`, with `choices_to_follow` of it): the shares
+    read from the propagation, the statuses from the states it reaches and,
+    only as far as they need it, from the rest of the table (`flags_for_statuses`)."""
+    size = len(game.action_labels)
+    alive = figures.alive
+    by_turn = figures.chosen / alive[None, :, None]
+    overall = np.einsum("stc,t->sc", by_turn, alive) / alive.sum()
+    reached = figures.visits > 0
+    played = np.zeros(size, bool)
+    for seat in followed.choices:
+        state = np.repeat(np.arange(reached.size), np.diff(seat.ptr))
+        mask = (seat.weights > OPTIMAL_TOLERANCE) & reached[state]
+        played |= np.bincount(np.asarray(seat.actions[mask], np.int64), minlength=size)[:size] > 0
+    flags = flags_for_statuses(game, result, played)
+    legal = np.flatnonzero(flags.legal)
+    cards = tuple(game.action_labels[a] for a in legal)
+    return CardUsage(cards, overall[:, legal], by_turn[:, :, legal], alive, statuses(flags, legal, cards))
 
 
 def _table_side(ptr: np.ndarray, actions: np.ndarray, weights: np.ndarray, index: np.ndarray):

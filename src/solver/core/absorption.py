@@ -249,3 +249,82 @@ def _propagate(ptr, idx, data, term, max_turns):
         pmf[t] = ended
         dist, nxt = nxt, dist
     return pmf
+
+
+@njit(cache=True)
+def outcome_weights(row_count, col_count, out_count, row_w, col_w, prob):
+    """Per outcome of expanded states (cells row-major per state), under
+    the weights `row_w` and `col_w` of each state's actions: P1's weight times
+    P2's (0 where either is not positive) times the outcome's probability (0
+    where that is not positive); `core.play.follow_play`'s, compiled."""
+    out = np.zeros(prob.shape[0])
+    o = 0
+    k = 0
+    r0 = 0
+    c0 = 0
+    for s in range(row_count.shape[0]):
+        m = row_count[s]
+        n = col_count[s]
+        for r in range(m):
+            wr = row_w[r0 + r]
+            for c in range(n):
+                wc = col_w[c0 + c]
+                cell = wr * wc if wr > 0.0 and wc > 0.0 else 0.0
+                for _ in range(out_count[k]):
+                    p = prob[o]
+                    out[o] = cell * p if p > 0.0 else 0.0
+                    o += 1
+                k += 1
+        r0 += m
+        c0 += n
+    return out
+
+
+@njit(cache=True)
+def propagate_figures(ptr, idx, data, ending, start, max_turns, alive_below, choice_ptr, choice_label,
+                      choice_weight, labels):
+    """The propagation of `chain.turn_by_turn` (its figures, from a chain's
+    CSR arrays): the mass pushed along the chain's rows (P^T m, as
+    `PlayChain.masses` computes it), only from states holding some."""
+    n = ptr.shape[0] - 1
+    sets = choice_ptr.shape[0]
+    mass = np.zeros(n)
+    pushed = np.zeros(n)
+    visits = np.zeros(n)
+    pmf = np.zeros(max_turns)
+    alive = np.zeros(max_turns)
+    chosen = np.zeros((sets, max_turns, labels))
+    mass[start] = 1.0
+    followed = 0
+    following = True
+    for t in range(max_turns):
+        if following:
+            total = 0.0
+            for j in range(n):
+                total += mass[j]
+            if total < alive_below:
+                following = False
+            else:
+                alive[t] = total
+                followed = t + 1
+        ended = 0.0
+        held = False
+        for j in range(n):
+            m = mass[j]
+            if m == 0.0:
+                continue
+            held = True
+            mass[j] = 0.0
+            ended += m * ending[j]
+            if following:
+                visits[j] += m
+                for k in range(sets):
+                    for e in range(choice_ptr[k, j], choice_ptr[k, j + 1]):
+                        chosen[k, t, choice_label[e]] += m * choice_weight[e]
+            for e in range(ptr[j], ptr[j + 1]):
+                pushed[idx[e]] += m * data[e]
+        pmf[t] = ended
+        if not held:
+            break
+        mass, pushed = pushed, mass
+    return visits, pmf, alive[:followed].copy(), chosen[:, :followed].copy()

@@ -1,5 +1,6 @@
 """The Markov chain of play under a pair of stationary strategies, and the
-probability of being in each state turn by turn (exact propagation, no sampling)."""
+probability of being in each state turn by turn (exact propagation, no sampling).
+`turn_by_turn` propagates once for every figure read turn by turn."""
 
 from __future__ import annotations
 
@@ -112,3 +113,54 @@ def chain_of_play(graph: GameGraph) -> PlayChain:
 def expected_visits(chain: PlayChain, start: int, max_turns: int = 200) -> np.ndarray:
     """Expected number of turns spent in each state over the first `max_turns` turns."""
     return sum(chain.masses(start, max_turns), np.zeros(chain.transition.shape[0]))
+
+
+@dataclass(frozen=True, eq=False)
+class TurnByTurn:
+    """What one propagation of a chain's state probabilities turn by turn
+    gives (`turn_by_turn`): the figures each of these would otherwise need a
+    propagation of its own for."""
+
+    visits: np.ndarray
+    """Expected turns spent in each state over the turns followed (`expected_visits`)."""
+    length_pmf: np.ndarray
+    """[t - 1]: the probability that play ends at turn t, over all `max_turns` turns
+    (`absorption.length_distribution`)."""
+    alive: np.ndarray
+    """[t - 1]: the probability that play is still going at the start of turn t, over the turns followed."""
+    chosen: np.ndarray
+    """[k, t - 1, label]: the probability that play is still going at turn t and
+    the k-th of the `choices` picks `label` there, over the turns followed."""
+
+
+def turn_by_turn(
+    chain: PlayChain, start: int, max_turns: int = 200,
+    choices: tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...] = (), labels: int = 0,
+    alive_below: float = 1e-12,
+) -> TurnByTurn:
+    """The state probabilities of `chain` from `start`, propagated once, turn
+    by turn for `max_turns` turns, and every figure read from them on the way:
+    the turns followed are those of `PlayChain.masses` (until less than
+    `alive_below` is still playing), the length's distribution runs to
+    `max_turns`. `choices`: per state, labelled weights (a seat's strategy:
+    `(ptr, labels, weights)`, state i's at ptr[i]:ptr[i + 1]), each summed
+    under the probability of being there, turn by turn."""
+    n = chain.transition.shape[0]
+    t = chain.transition
+    # The chain's own index arrays (scipy keeps them int32 where that fits): no copy, half the bytes a turn reads.
+    ptr, idx = np.ascontiguousarray(t.indptr), np.ascontiguousarray(t.indices)
+    data = np.ascontiguousarray(t.data, np.float64)
+    ending = np.ascontiguousarray(chain.ending.sum(axis=1), np.float64)
+    choice_ptr = np.zeros((len(choices), n + 1), np.int64)
+    offset = 0
+    for k, (p, _labels, _weights) in enumerate(choices):
+        choice_ptr[k] = np.asarray(p, np.int64) + offset
+        offset += int(p[-1])
+    choice_label = np.concatenate([np.asarray(c[1], np.int16) for c in choices]) if choices else np.zeros(0, np.int16)
+    choice_weight = (np.concatenate([np.asarray(c[2], np.float64) for c in choices]) if choices
+                     else np.zeros(0, np.float64))
+    from .absorption import propagate_figures  # loads the compiler
+
+    visits, pmf, alive, chosen = propagate_figures(ptr, idx, data, ending, int(start), int(max_turns), float(alive_below),
+                                               choice_ptr, choice_label, choice_weight, int(labels))
+    return TurnByTurn(visits, pmf, alive, chosen)

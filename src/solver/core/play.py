@@ -2,15 +2,19 @@
 states it reaches and kept as a Markov chain (`Play`): the start's length
 distribution, the chain's visits and the stalls are read from it. A table
 can be far larger than what optimal play visits, and its graph larger than
-memory, so play is followed chunk by chunk of the reached states."""
+memory, so play is followed chunk by chunk of the reached states.
+`follow_play` expands each reached state once and hands each chunk's
+expansion on, so that the analyses of play read it there rather than
+expanding the states again."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from .graph import GameGraph, distinct_sorted, expansion_of, segment_positions
+from .graph import GameGraph, distinct_sorted, expansion_of, offsets_of, segment_positions
 from .protocol import StochasticGame
 from .result import SolveResult
 
@@ -51,16 +55,34 @@ def _outcome_weights(result, codes: np.ndarray, expansion: dict[str, np.ndarray]
     index = np.searchsorted(result.states, codes)
     row_w = result.row_strategy[segment_positions(result.row_ptr, index)]
     col_w = result.col_strategy[segment_positions(result.col_ptr, index)]
+    return _weights(row_w, col_w, expansion)
+
+
+def _weights(row_w: np.ndarray, col_w: np.ndarray, expansion: dict[str, np.ndarray]) -> np.ndarray:
+    """`_outcome_weights`, given both strategies at the expanded states (numpy:
+    following play over a small stored table does without the compiler)."""
     m, n = expansion["row_count"], expansion["col_count"]
     row_start = np.concatenate([[0], np.cumsum(m)[:-1]])
     col_start = np.concatenate([[0], np.cumsum(n)[:-1]])
-    state = np.repeat(np.arange(codes.size), m * n)
+    state = np.repeat(np.arange(m.size), m * n)
     within = np.arange(state.size) - np.repeat(np.concatenate([[0], np.cumsum(m * n)[:-1]]), m * n)
     r, c = within // n[state], within % n[state]
     wr, wc = row_w[row_start[state] + r], col_w[col_start[state] + c]
     cell = np.where((wr > 0) & (wc > 0), wr * wc, 0.0)
     prob = np.asarray(expansion["out_prob"], np.float64)
     return np.where(prob > 0, np.repeat(cell, expansion["out_count"]) * prob, 0.0)
+
+
+def _compiled_weights(row_w: np.ndarray, col_w: np.ndarray, expansion: dict[str, np.ndarray]) -> np.ndarray:
+    """`_weights` by a compiled loop (equal to the last bit): numpy's arrays of
+    every cell's indices cost as much as expanding the states."""
+    from .absorption import outcome_weights  # loads the compiler
+
+    return outcome_weights(
+        np.asarray(expansion["row_count"], np.int64), np.asarray(expansion["col_count"], np.int64),
+        np.asarray(expansion["out_count"], np.int64), np.asarray(row_w, np.float64), np.asarray(col_w, np.float64),
+        np.asarray(expansion["out_prob"], np.float64),
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,3 +138,174 @@ def play_from(game: StochasticGame, result: SolveResult, start: int, chunk: int 
         unending_payoff=float(game.unending_payoff), action_labels=tuple(game.action_labels),
     )
     return Play(states, np.searchsorted(result.states, states), graph, int(np.searchsorted(states, start)))
+
+
+
+# ---- play followed once, with what the analyses of play need gathered on the way
+
+
+@dataclass(frozen=True, eq=False)
+class PlayedChunk:
+    """A chunk of the states play reaches, expanded once, as `follow_play`
+    hands it to its `per_chunk`: what a figure of play needs from the game
+    and the table at those states."""
+
+    codes: np.ndarray
+    index: np.ndarray  # each state's index in the table
+    expansion: dict[str, np.ndarray]  # `expansion_of` the states
+    row_weights: np.ndarray  # P1's strategy, at each of the expansion's row actions
+    col_weights: np.ndarray  # P2's, at each column action
+    weight: np.ndarray  # per outcome: its probability under both strategies, 0 where a card is never played
+    successors: np.ndarray  # sorted table indices of the states the played outcomes lead to
+    slot: np.ndarray  # per outcome: its successor's position in `successors`; -1 where terminal or not played
+
+
+@dataclass(frozen=True, eq=False)
+class SeatChoices:
+    """One seat's strategy at each state of a `Play`, its support only: state
+    i plays `actions[ptr[i]:ptr[i + 1]]` with the positive `weights` there."""
+
+    ptr: np.ndarray
+    actions: np.ndarray
+    weights: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class FollowedPlay:
+    """`Play` and what was gathered while following it (`follow_play`), per state of `play.states`."""
+
+    play: Play
+    choices: tuple[SeatChoices, SeatChoices]  # P1's, P2's
+    gathered_at: np.ndarray | None  # the states (indices into `play.states`) whose `per_chunk` row is not all zeros
+    gathered: np.ndarray | None  # their rows, in that order; both None without `per_chunk`
+
+
+def follow_play(
+    game: StochasticGame, result: SolveResult, start: int,
+    per_chunk: Callable[[PlayedChunk], np.ndarray] | None = None, chunk: int = 1 << 16,
+) -> FollowedPlay:
+    """`play_from`, each reached state expanded once (breadth first, chunk by
+    chunk of the frontier): the chain of play, both seats' strategies there,
+    and `per_chunk`'s rows (one a state of the chunk, those not all zeros
+    kept) for any further figure read from the expansion. `play_from` expands
+    each state twice, and an analysis reading the expansion would expand it again."""
+    kept = _Kept(result.num_states, len(game.terminal_payoff), per_chunk)
+    reached = np.zeros(result.num_states, bool)
+    frontier = np.array([result.index_of(start)], np.int64)
+    reached[frontier] = True
+    while frontier.size:
+        found = []
+        for lo in range(0, frontier.size, chunk):
+            part = _played_chunk(game, result, frontier[lo : lo + chunk])
+            found.append(part.successors[~reached[part.successors]])
+            kept.add(part)
+        frontier = distinct_sorted(np.concatenate(found))
+        reached[frontier] = True
+    return kept.in_table_order(game, result, reached, start)
+
+
+def _played_chunk(game: StochasticGame, result: SolveResult, index: np.ndarray) -> PlayedChunk:
+    codes = np.asarray(result.states[index])
+    expansion = expansion_of(game, codes)
+    row_w = np.asarray(result.row_strategy[segment_positions(result.row_ptr, index)])
+    col_w = np.asarray(result.col_strategy[segment_positions(result.col_ptr, index)])
+    weight = _compiled_weights(row_w, col_w, expansion)
+    nxt = expansion["out_next"]
+    played = (weight > 0) & (nxt >= 0)
+    codes_next = distinct_sorted(nxt[played])
+    successors = np.searchsorted(result.states, codes_next)
+    if successors.size and (successors.max() >= result.num_states or np.any(result.states[successors] != codes_next)):
+        raise KeyError("a state optimal play reaches is missing from the table")
+    slot = np.full(nxt.size, -1, np.int64)
+    slot[played] = np.searchsorted(codes_next, nxt[played])
+    return PlayedChunk(codes, index, expansion, row_w, col_w, weight, successors, slot)
+
+
+class _Kept:
+    """What `follow_play` keeps of each `PlayedChunk`, its states in the order
+    followed: each state's edges merged by where they lead (successors as
+    table indices, terminal t as -1 - t), both seats' support, the `per_chunk` rows."""
+
+    def __init__(self, table_states: int, terminals: int, per_chunk) -> None:
+        self.span, self.terminals, self.per_chunk = table_states + terminals, terminals, per_chunk
+        self.index: list[np.ndarray] = []
+        self.edges: list[list[np.ndarray]] = [[], [], []]  # count per state, targets, probabilities
+        self.seats: list[list[list[np.ndarray]]] = [[[], [], []], [[], [], []]]  # count, actions, weights
+        self.gathered_at: list[np.ndarray] = []  # table indices
+        self.gathered: list[np.ndarray] = []
+
+    def add(self, part: PlayedChunk) -> None:
+        e, size = part.expansion, part.codes.size
+        source = np.repeat(np.repeat(np.arange(size), e["row_count"] * e["col_count"]), e["out_count"])
+        keep = part.weight > 0
+        target = np.asarray(e["out_next"], np.int64)[keep]
+        live = target >= 0
+        target[live] = part.successors[part.slot[keep][live]]
+        # One entry per (state, where it leads), as `play_from` merges them: terminals sort first.
+        merged, slot = np.unique(source[keep] * self.span + (target + self.terminals), return_inverse=True)
+        self.index.append(part.index)
+        for field, value in zip(self.edges, (np.bincount(merged // self.span, minlength=size),
+                                             merged % self.span - self.terminals,
+                                             np.bincount(slot, weights=part.weight[keep], minlength=merged.size))):
+            field.append(value)
+        for fields, side, weights in zip(self.seats, ("row", "col"), (part.row_weights, part.col_weights)):
+            for field, value in zip(fields, _support(np.asarray(e[f"{side}_count"], np.int64),
+                                                     e[f"{side}_actions"], weights)):
+                field.append(value)
+        if self.per_chunk is not None:
+            rows = np.asarray(self.per_chunk(part))
+            some = rows.reshape(size, -1).any(axis=1)  # most states draw nothing, say: only the others kept
+            self.gathered_at.append(part.index[some])
+            self.gathered.append(rows[some])
+
+    def in_table_order(self, game: StochasticGame, result: SolveResult, reached: np.ndarray, start: int) -> FollowedPlay:
+        """The chunks joined, their states put in the table's order (that of
+        their codes), successors renumbered as indices of the reached states."""
+        order = np.argsort(_joined(self.index), kind="stable")
+        index = np.flatnonzero(reached)
+        out_ptr, (out_next, out_prob) = _reordered(order, *self.edges)
+        live = out_next >= 0
+        position = np.cumsum(reached, dtype=np.int64 if reached.size >= 2**31 else np.int32) - 1
+        out_next[live] = position[out_next[live]]
+        del position, live
+        row, col = (SeatChoices(ptr, actions, weights) for ptr, (actions, weights) in
+                    (_reordered(order, *fields) for fields in self.seats))
+        gathered_at = gathered = None
+        if self.per_chunk is not None:
+            at = _joined(self.gathered_at)
+            by_index = np.argsort(at, kind="stable")
+            gathered_at, gathered = np.searchsorted(index, at[by_index]), _joined(self.gathered)[by_index]
+        states = np.asarray(result.states[index])
+        n = states.size
+        single = np.arange(n + 1, dtype=np.int64)
+        graph = GameGraph(
+            states=states, row_ptr=single, row_actions=np.zeros(n, np.int16), col_ptr=single,
+            col_actions=np.zeros(n, np.int16), cell_ptr=single, out_ptr=out_ptr, out_next=out_next,
+            out_prob=out_prob, terminal_payoff=np.asarray(game.terminal_payoff, np.float64),
+            terminal_labels=tuple(game.terminal_labels), unending_payoff=float(game.unending_payoff),
+            action_labels=tuple(game.action_labels),
+        )
+        play = Play(states, index, graph, int(np.searchsorted(states, start)))
+        return FollowedPlay(play, (row, col), gathered_at, gathered)
+
+
+def _support(count: np.ndarray, actions: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(per state: how many of its actions have positive weight, those actions, their weights)."""
+    positive = weights > 0
+    state = np.repeat(np.arange(count.size), count)
+    return np.bincount(state[positive], minlength=count.size), np.asarray(actions[positive], np.int16), weights[positive]
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The chunks' arrays joined; the list is emptied, so that only the joined copy stays."""
+    joined = np.concatenate(parts)
+    parts.clear()
+    return joined
+
+
+def _reordered(order: np.ndarray, counts: list[np.ndarray], *fields: list[np.ndarray]) -> tuple:
+    """Per-state segments (`counts` long, of each field's chunks joined) taken
+    in `order`: (their new offsets, [each field reordered])."""
+    count = _joined(counts)
+    at = segment_positions(offsets_of(count), order)
+    return offsets_of(count[order]), [_joined(field)[at] for field in fields]

@@ -26,7 +26,7 @@ from rules.charge_spark.notation import format_position
 from rules.charge_spark.size import estimate_reachable
 
 from ..analysis.card_status import legal_row_actions
-from ..analysis.draws import DrawValue, table_draw_values
+from ..analysis.draws import DrawValue, draw_sums_of, draws_from_play
 from ..analysis.policy_play import PlayFigures, PolicyPlay, play_figures
 from ..analysis.positions import AnnotatedPosition, annotated_positions
 from ..analysis.restricted import RestrictedValue
@@ -45,19 +45,19 @@ from ..analysis.stalls import (
     Stall,
     length_and_stalls_entry,
     play_key,
-    stall_chain,
+    stall_chain_of_play,
     stalls,
     summary_length_figures,
 )
-from ..analysis.usage import CardUsage, table_card_usage
-from ..core.chain import PlayChain, chain_of_play, expected_visits
-from ..core.play import Play, play_from
+from ..analysis.usage import CardUsage, choices_to_follow, usage_from_play
+from ..core.chain import PlayChain, TurnByTurn, chain_of_play, turn_by_turn
+from ..core.play import FollowedPlay, Play, follow_play
 from ..core.resources import LAYERED_BYTES_PER_STATE, available_memory, states_that_fit, usable_cores
 from ..core.result import StateAnswer
 from ..core.solve import ESTIMATE_MARGIN, EstimatedTooLargeError, approximate_count, byte_size
 from ..hidden.run import HiddenAnalysis, hidden_analysis
 from ..storage import default_cache_dir
-from ..summary import StartSummary, summarise_from
+from ..summary import LENGTH_TURNS, StartSummary, summarise_from
 from ..tables import SolvedTable, solved_table
 from . import entries
 from .made import CACHED, COMPUTED, TABLE_CACHED, MadePart
@@ -74,9 +74,9 @@ STILL_TO_COME = "still to come"
 """`Report.pending` of a section not started yet (else how far it has got)."""
 PART_LABELS = {
     "table": "the rules' table (its states enumerated, solved, certified and stored)",
-    "play": "optimal play from the start, as a chain",
-    "visits": "expected visits of each state play reaches",
-    "headline": "headline: the start's figures, exact length, stalls",
+    "play": "optimal play from the start, as a chain: each state it reaches expanded once, for every part of play",
+    "visits": "play turn by turn, one propagation: expected visits, the length's distribution, the cards played",
+    "headline": "headline: the start's figures, stalls",
     "usage": "card usage",
     "draws": "draw values",
     "positions": "positions worth knowing",
@@ -334,9 +334,9 @@ class _Parts:
         self.from_cache: set[str] = set()
         self.table_reused = True
         self._table: SolvedTable | None = None
-        self._play: Play | None = None
+        self._followed: FollowedPlay | None = None
         self._chain: PlayChain | None = None
-        self._visits: np.ndarray | None = None
+        self._turns: TurnByTurn | None = None
         self.computed = 0  # parts computed in this run (not read from the cache)
 
     def timed(self, name: str, compute: Callable, states: Callable[[object], int | None] = lambda value: None):
@@ -387,7 +387,7 @@ class _Parts:
                 return value
         self._load()
         if play:
-            self._visits_of_play()  # built (and timed) here, not within the first part that needs it
+            self._turn_by_turn()  # built (and timed) here, not within the first part that needs it
         value = self.timed(name, compute, lambda value: self._states_of(name, value, play))
         self.results.put_all({f"report:{name}": {
             "seconds": self.seconds[name], "states": self.made[name].states, "data": to_entry(value)}})
@@ -414,45 +414,48 @@ class _Parts:
         return self._table
 
     @property
+    def followed(self) -> FollowedPlay:
+        """Play under the table's strategies from the start, followed once: a
+        chain over the states it reaches, both seats' strategies there and what
+        the draw values sum (`follow_play`)."""
+        if self._followed is None:
+            result = self.table.result
+            self._followed = self.timed(
+                "play", lambda: follow_play(self.game, result, self.table.start, draw_sums_of(self.game, result)),
+                lambda followed: int(followed.play.states.size))
+            self.log(f"optimal play reaches {self.play.states.size:,} of the table's {result.num_states:,} states")
+        return self._followed
+
+    @property
     def play(self) -> Play:
-        """Play under the table's strategies from the start, as a chain over the states it reaches."""
-        if self._play is None:
-            self._play = self.timed("play", lambda: play_from(self.game, self.table.result, self.table.start),
-                                    lambda play: int(play.states.size))
-            self.log(f"optimal play reaches {self._play.states.size:,} of the table's"
-                     f" {self.table.result.num_states:,} states")
-        return self._play
+        return self.followed.play
 
     @property
     def chain(self) -> PlayChain:
+        """The chain of play; play's graph is let go once it is built: the chain holds what every part needs."""
         if self._chain is None:
             self._chain = chain_of_play(self.play.graph)
+            self._followed = replace(self.followed, play=replace(self.play, graph=None))
         return self._chain
-
-    def _summary(self) -> StartSummary:
-        """The start summary; the play's graph is let go after it: the chain, built
-        from it before any part that needs play (`cached`), holds what the rest needs."""
-        summary = summarise_from(self.game, self.table.result, self.table.start, play=self.play)
-        if self._chain is not None:
-            self._play = replace(self._play, graph=None)
-        return summary
 
     @property
     def visits(self) -> np.ndarray:
-        return self._visits_of_play()
+        return self._turn_by_turn().visits
 
-    def _visits_of_play(self) -> np.ndarray:
-        """Expected visits per game of each state of `play`."""
-        if self._visits is None:
-            play = self.play
-            self._visits = self.timed("visits", lambda: expected_visits(self.chain, play.start),
-                                      lambda visits: int(play.states.size))
-        return self._visits
+    def _turn_by_turn(self) -> TurnByTurn:
+        """Play's state probabilities propagated once, with every figure the parts read turn by turn."""
+        if self._turns is None:
+            followed = self.followed
+            self._turns = self.timed("visits", lambda: turn_by_turn(
+                self.chain, followed.play.start, LENGTH_TURNS, choices_to_follow(followed),
+                len(self.game.action_labels),
+            ), lambda turns: int(followed.play.states.size))
+        return self._turns
 
     def _states_of(self, name: str, value, play: bool) -> int | None:
         """The states a part's work covers: play's, a policy game's, or the table's."""
         if play:
-            return int(self._play.states.size)
+            return int(self.play.states.size)
         if isinstance(value, PlayFigures):
             return value.states
         return None if name == "skill" else self._table.result.num_states
@@ -462,13 +465,13 @@ class _Parts:
         self.let_go_of_play()
 
     def let_go_of_play(self) -> None:
-        self._play = self._chain = self._visits = None
+        self._followed = self._chain = self._turns = None
 
     def headline(self):
         """The start's summary and answer, the table's size and largest exploitability, and where play stalls."""
         result, start = self.table.result, self.table.start
-        summary = self._summary()
-        found = stalls(stall_chain(self.play, result, self.chain))
+        summary = summarise_from(self.game, result, start, length_pmf=self._turn_by_turn().length_pmf)
+        found = stalls(stall_chain_of_play(self.followed, result, self.chain))
         # What a query of the start would otherwise follow play through the whole table again for.
         lasting = LengthAndStalls(summary_length_figures(summary), tuple(found), int(self.play.states.size))
         self.results.put_all({play_key(start): length_and_stalls_entry(lasting)})
@@ -476,10 +479,10 @@ class _Parts:
         return (summary, result.answer(start, self.game), result.num_states, _max_exploitability(result), stalled)
 
     def usage(self) -> CardUsage:
-        return table_card_usage(self.game, self.table.result, self.play, self.chain)
+        return usage_from_play(self.game, self.table.result, self.followed, self._turn_by_turn())
 
     def draws(self) -> list[DrawValue]:
-        return table_draw_values(self.game, self.table.result, self.play, self.visits)
+        return draws_from_play(self.game, self.followed, self.visits)
 
     def positions(self) -> list[tuple[str, AnnotatedPosition]]:
         result = self.table.result

@@ -1,0 +1,114 @@
+"""The report's analyses of play from one pass (`follow_play`: each reached
+state expanded once) and one propagation (`turn_by_turn`) equal the figures
+of today's separate paths, kept here as the reference: `play_from`,
+`expected_visits`, `length_distribution`, `table_card_usage` (with
+`card_flags` over the whole table), `table_draw_values` and `stall_chain`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from rules.charge_spark.config import RuleSet, apply_overrides
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.state import initial_position
+from solver.analysis.card_status import card_flags, flags_for_statuses
+from solver.analysis.draws import draw_sums_of, draws_from_play, table_draw_values
+from solver.analysis.stalls import stall_chain, stall_chain_of_play, stalls
+from solver.analysis.usage import choices_to_follow, statuses, table_card_usage, usage_from_play
+from solver.core.absorption import length_distribution
+from solver.core.chain import chain_of_play, expected_visits, turn_by_turn
+from solver.core.play import follow_play, play_from
+from solver.core.solve import solve_from
+
+TOLERANCE = 1e-9
+TINY = ["board=S*M", "health=1", "battery_tiles=2", "disc_tiles=2", "bonus_cards=ray,copy"]
+NO_BONUS = ["board=SM", "health=2", "battery_tiles=2", "disc_tiles=2", "bonus_cards="]
+
+
+def solved(rule_set: list[str]):
+    rules = apply_overrides(RuleSet(), rule_set)
+    game = ChargeSparkGame(rules)
+    code = game.encode(initial_position(rules))
+    result = solve_from(game, [code], show_progress=False)
+    return game, replace(result, graph=None), code  # as the report sees a stored table
+
+
+@pytest.fixture(scope="module", params=[TINY, NO_BONUS], ids=["tiny", "no-bonus"])
+def table(request):
+    return solved(request.param)
+
+
+def assert_one_pass_equals_the_separate_paths(game, result, code, chunk: int = 1 << 16) -> None:
+    """Every figure of the one pass against today's path, to `TOLERANCE` (the graph exactly)."""
+    play = play_from(game, result, code)
+    followed = follow_play(game, result, code, draw_sums_of(game, result), chunk=chunk)
+    mine = followed.play
+    assert np.array_equal(mine.states, play.states) and np.array_equal(mine.index, play.index)
+    assert mine.start == play.start
+    for name in ("out_ptr", "out_next", "out_prob"):
+        assert np.array_equal(getattr(mine.graph, name), getattr(play.graph, name)), name
+
+    chain = chain_of_play(play.graph)
+    figures = turn_by_turn(chain_of_play(mine.graph), mine.start, 200, choices_to_follow(followed),
+                           len(game.action_labels))
+    visits = expected_visits(chain, play.start)
+    np.testing.assert_allclose(figures.visits, visits, rtol=0, atol=TOLERANCE)
+    ones = play.strategy
+    np.testing.assert_allclose(figures.length_pmf, length_distribution(play.graph, ones, ones, play.start, 200),
+                               rtol=0, atol=TOLERANCE)
+
+    usage, before = usage_from_play(game, result, followed, figures), table_card_usage(game, result, play, chain)
+    assert usage.cards == before.cards and usage.status == before.status
+    for name in ("overall", "by_turn", "alive"):
+        np.testing.assert_allclose(getattr(usage, name), getattr(before, name), rtol=0, atol=TOLERANCE)
+
+    draws, reference = draws_from_play(game, followed, figures.visits), table_draw_values(game, result, play, visits)
+    assert [d.card for d in draws] == [d.card for d in reference]
+    np.testing.assert_allclose([d.gain for d in draws], [d.gain for d in reference], rtol=0, atol=TOLERANCE)
+    np.testing.assert_allclose([d.draws_per_game for d in draws], [d.draws_per_game for d in reference],
+                               rtol=0, atol=TOLERANCE)
+
+    found = stalls(stall_chain_of_play(followed, result, chain_of_play(mine.graph)), 0.0)
+    assert found == stalls(stall_chain(play, result, chain), 0.0)
+
+
+def test_one_pass_equals_the_separate_paths(table):
+    assert_one_pass_equals_the_separate_paths(*table)
+
+
+def test_one_pass_in_small_chunks_equals_the_separate_paths(table):
+    # Many chunks a frontier: the states, followed breadth first, are put back in the table's order.
+    assert_one_pass_equals_the_separate_paths(*table, chunk=37)
+
+
+@pytest.mark.slow
+def test_one_pass_equals_the_separate_paths_on_a_full_small_board():
+    assert_one_pass_equals_the_separate_paths(*solved(["board=S*M", "health=1"]))
+
+
+def test_the_turns_followed_stop_where_the_chains_masses_do_and_the_length_runs_on(table):
+    game, result, code = table
+    play = play_from(game, result, code)
+    chain = chain_of_play(play.graph)
+    figures = turn_by_turn(chain, play.start, 200, alive_below=1e-3)
+    alive = [mass.sum() for mass in chain.masses(play.start, 200, alive_below=1e-3)]
+    np.testing.assert_allclose(figures.alive, alive, rtol=0, atol=1e-15)
+    assert figures.chosen.shape == (0, len(alive), 0)
+    assert figures.length_pmf.size == 200 and figures.length_pmf[len(alive):].sum() > 0
+
+
+def test_card_statuses_where_no_card_is_played_from_the_start_equal_the_whole_tables(table):
+    """With nothing played from the start, every status rests on the whole
+    table: the cards P1 never plays are looked for as optimal replies."""
+    game, result, _code = table
+    nothing = np.zeros(len(game.action_labels), bool)
+    flags, whole = flags_for_statuses(game, result, nothing, chunk=101), card_flags(game, result, np.zeros(0, np.int64))
+    assert np.array_equal(flags.legal, whole.legal) and np.array_equal(flags.played, whole.played)
+    legal = np.flatnonzero(whole.legal)
+    cards = tuple(game.action_labels[a] for a in legal)
+    assert statuses(flags, legal, cards) == statuses(whole, legal, cards)
+    never = whole.legal & ~whole.played
+    assert np.array_equal(flags.optimal_reply[never], whole.optimal_reply[never])
