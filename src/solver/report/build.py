@@ -27,7 +27,8 @@ from rules.charge_spark.size import estimate_reachable
 
 from ..analysis.card_status import legal_row_actions
 from ..analysis.draws import DrawValue, table_draw_values
-from ..analysis.policy_play import PlayFigures, PolicyPlay, play_figures
+from ..analysis.policy_play import PlayFigures, Policy, PolicyPlay, play_figures
+from ..analysis.policy_ranks import PolicyGames, policy_games
 from ..analysis.positions import AnnotatedPosition, annotated_positions
 from ..analysis.restricted import RestrictedValue
 from ..analysis.results_cache import ResultsCache
@@ -453,7 +454,7 @@ class _Parts:
         """The states a part's work covers: play's, a policy game's, or the table's."""
         if play:
             return int(self._play.states.size)
-        if isinstance(value, PlayFigures):
+        if isinstance(value, (PlayFigures, PolicyGames)):
             return value.states
         return None if name == "skill" else self._table.result.num_states
 
@@ -496,7 +497,7 @@ class _Parts:
         return [self.game.action_labels[a] for a in legal_row_actions(self.table.result)]
 
     def skill(self) -> list[PolicyResult]:
-        """The skill gap: its solves one by one, each kept in the results cache as it finishes."""
+        """The skill gap: its passes one by one, each kept in the results cache as it finishes."""
         strength = np.array([self.rules.damage_of(card) for card in Card])
         fallback = [int(Card.CHARGE), int(Card.BARRIER), int(Card.MOVE)]
         policies = {
@@ -506,15 +507,24 @@ class _Parts:
         mirrored = play_mirrors(self.game, self.table.result, self.table.start)
         count, total = itertools.count(1), solves_per_policy(mirrored) * len(policies)
 
+        def play_both(name: str, policy: Policy) -> PolicyGames:
+            number, label = next(count), f"{name} against optimal play and its best response"
+            return self.cached(f"skill: {label}", lambda: self._solve_policy_games(label, policy, number, total),
+                               PolicyGames.as_json, PolicyGames.from_json)
+
         def play(label: str, game: PolicyPlay) -> PlayFigures:
             number = next(count)
             return self.cached(f"skill: {label}", lambda: self._solve_policy_game(label, game, number, total),
                                entries.figures_entry, entries.figures_from)
 
-        return table_skill_gap(self.game, self.table.result, policies, play, mirrored)
+        return table_skill_gap(self.game, self.table.result, policies, play_both, play, mirrored)
+
+    def _solve_policy_games(self, label: str, policy: Policy, number: int, total: int) -> PolicyGames:
+        self.log(f"skill gap: pass {number} of {total} ({total - number} more after it): {label}")
+        return policy_games(self.game, self.table.result, policy, self.table.start, workers=usable_cores())
 
     def _solve_policy_game(self, label: str, game: PolicyPlay, number: int, total: int) -> PlayFigures:
-        self.log(f"skill gap: solve {number} of {total} ({total - number} more after it): {label}")
+        self.log(f"skill gap: pass {number} of {total} ({total - number} more after it): {label}")
         return play_figures(game, self.table.start, show_progress=self.show_progress, workers=usable_cores(),
                             max_states=states_that_fit(LAYERED_BYTES_PER_STATE))
 
