@@ -4,6 +4,8 @@ game solved by the solver as a policy game (`policy_play.play_figures`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,7 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 from solver.analysis.policy_play import PolicyPlay, play_figures, table_policy
 from solver.analysis.policy_ranks import PolicyGames, policy_games
-from solver.analysis.skill_gap import greedy_policy, uniform_policy
+from solver.analysis.skill_gap import greedy_policy, play_mirrors, uniform_policy
 from solver.core.outcome import Seat
 from solver.core.solve import solve_from
 
@@ -30,6 +32,7 @@ def today(game, table, policy, start) -> PolicyGames:
     return PolicyGames(
         play_figures(PolicyPlay(game, policy, table_policy(table, Seat.P2)), start, show_progress=False),
         play_figures(PolicyPlay(game, policy, None), start, show_progress=False),
+        play_mirrors(game, table, start),
     )
 
 
@@ -39,6 +42,7 @@ def assert_same_figures(new: PolicyGames, old: PolicyGames) -> None:
             assert getattr(getattr(new, which), name) == pytest.approx(getattr(getattr(old, which), name), abs=1e-9), (which, name)
     # Both games are played over the states P2 can reach against the policy: the best-response game's.
     assert new.against_best_response.states == old.against_best_response.states
+    assert new.mirrored == old.mirrored
 
 
 @pytest.fixture(scope="module", params=[
@@ -100,6 +104,21 @@ def test_of_several_best_responses_the_one_ending_play_is_reported():
     assert new.against_best_response.value == pytest.approx(0.5, abs=1e-12)
     assert new.against_best_response.p1_win == pytest.approx(0.5, abs=1e-12)
     assert_same_figures(new, today(game, table, uniform, 0))
+
+
+def test_a_strategy_that_no_longer_mirrors_is_found(solved):
+    """The table's strategies mirror between the seats (a folded solve); at
+    one state P2's no longer does, and the pass, which meets every state,
+    says so as the whole table's check does."""
+    _, game, table, start = solved
+    assert policy_games(game, table, uniform, start).mirrored
+    state = int(np.flatnonzero(np.diff(table.col_ptr) > 1)[0])
+    col = table.col_strategy.copy()
+    lo, hi = table.col_ptr[state], table.col_ptr[state + 1]
+    col[lo:hi] = np.eye(hi - lo)[0] if np.allclose(col[lo:hi], 1.0 / (hi - lo)) else np.full(hi - lo, 1.0 / (hi - lo))
+    lopsided = replace(table, col_strategy=col)
+    assert not play_mirrors(game, lopsided, start)
+    assert not policy_games(game, lopsided, uniform, start).mirrored
 
 
 def test_figures_survive_the_results_cache(solved):

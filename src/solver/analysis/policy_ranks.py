@@ -31,8 +31,8 @@ from numba import njit
 from ..core.absorption import outcome_probabilities
 from ..core.best_response import best_response, pure_strategy
 from ..core.components import successor_kernel
-from ..core.graph import GameGraph, offsets_of, segment_positions
-from ..core.layered import LayerGraph, enumerate_by_rank, layer_graph, with_exit_payoffs
+from ..core.graph import GameGraph, expansion_of, graph_of, offsets_of, segment_positions
+from ..core.layered import LayerGraph, enumerate_by_rank, with_exit_payoffs
 from ..core.outcome import Seat, terminal_outcomes, won_by
 from ..core.protocol import StochasticGame
 from ..core.result import SolveResult
@@ -50,6 +50,10 @@ class PolicyGames:
 
     against_optimal: PlayFigures
     against_best_response: PlayFigures
+    mirrored: bool
+    """Whether the start is its own seat-swapped twin and, at every state
+    solved, P2's table strategy is P1's at the twin, exactly: then P1's table
+    strategy against the policy as P2 is the mirror image of the first game."""
 
     @property
     def states(self) -> int | None:
@@ -57,11 +61,13 @@ class PolicyGames:
         return self.against_best_response.states
 
     def as_json(self) -> dict:
-        return {"against_optimal": asdict(self.against_optimal), "against_best_response": asdict(self.against_best_response)}
+        return {"against_optimal": asdict(self.against_optimal), "against_best_response": asdict(self.against_best_response),
+                "mirrored": self.mirrored}
 
     @classmethod
     def from_json(cls, entry: dict) -> PolicyGames:
-        return cls(PlayFigures(**entry["against_optimal"]), PlayFigures(**entry["against_best_response"]))
+        return cls(PlayFigures(**entry["against_optimal"]), PlayFigures(**entry["against_best_response"]),
+                   bool(entry["mirrored"]))
 
 
 def policy_games(
@@ -78,7 +84,8 @@ def policy_games(
     outcomes = terminal_outcomes(game)
     ends = np.zeros((len(outcomes), 2))  # each terminal outcome as (P1 wins, never ends)
     ends[won_by(outcomes, Seat.P1), 0] = 1.0
-    _CONTEXT = _Context(wrapped, table, layers, universe, universe is table.states, _Figures(universe.size), ends)
+    _CONTEXT = _Context(wrapped, table, layers, universe, universe is table.states, _Figures(universe.size, len(layers)),
+                        ends)
     try:
         for done in _run(len(layers), workers):
             if progress is not None:
@@ -89,6 +96,7 @@ def policy_games(
         return PolicyGames(
             against_optimal=_figures_at(f.optimal_p1[i], f.optimal_unending[i], half, None, universe.size),
             against_best_response=_figures_at(f.best_p1[i], f.best_unending[i], half, f.best_value[i], universe.size),
+            mirrored=_own_twin(game, start) and bool(f.mirrored.all()),
         )
     finally:
         _CONTEXT = None
@@ -130,16 +138,22 @@ def _plays_every_action(table: SolveResult, policy: Policy, chunk: int) -> bool:
     return True
 
 
+def _own_twin(game: StochasticGame, start: int) -> bool:
+    twin = game.swap(np.array([start], np.int64))
+    return twin is not None and int(twin[0]) == start
+
+
 class _Figures:
     """Per state of the universe (sorted codes), in memory shared with the workers."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, layers: int) -> None:
         self.best_value = _shared(size, np.float64)
         self.best_p1 = _shared(size, np.float64)  # P(P1 wins) against the best response
         self.best_unending = _shared(size, np.float64)
         self.optimal_p1 = _shared(size, np.float64)  # ... against P2's table strategy
         self.optimal_unending = _shared(size, np.float64)
         self.finished = _shared(size, np.bool_)
+        self.mirrored = _shared(layers, np.bool_)  # per layer: P2's table strategy is P1's at the twins
         self.failed = _shared(1, np.bool_)  # a worker failed: the others stop waiting for its ranks
 
 
@@ -185,19 +199,20 @@ def _solve_layer_at(number: int) -> int:
     ctx = _CONTEXT
     assert ctx is not None
     try:
-        return _solve_layer(ctx, ctx.layers[number])
+        return _solve_layer(ctx, number)
     except BaseException:
         ctx.figures.failed[0] = True
         raise
 
 
-def _solve_layer(ctx: _Context, codes: np.ndarray) -> int:
-    f = ctx.figures
-    part = layer_graph(ctx.wrapped, codes, ctx.universe)
+def _solve_layer(ctx: _Context, number: int) -> int:
+    f, codes = ctx.figures, ctx.layers[number]
+    part = _rank_graph(ctx.wrapped, codes, ctx.universe)
     x = part.exits
     at = np.searchsorted(ctx.universe, codes)
     in_table = at if ctx.is_table else _table_index(ctx.table, codes)
     table_strategy = _table_col_strategy(ctx.table, in_table, part.graph)
+    f.mirrored[number] = _strategies_mirror(ctx, codes, in_table, part.graph, table_strategy)
     while not f.finished[x].all():
         if f.failed[0]:
             raise RuntimeError("another rank's solve failed")
@@ -208,6 +223,45 @@ def _solve_layer(ctx: _Context, codes: np.ndarray) -> int:
     f.optimal_p1[at], f.optimal_unending[at] = _p1_and_unending(graph, table_strategy, rows)
     f.finished[at] = True
     return int(codes.size)
+
+
+def _rank_graph(game: StochasticGame, codes: np.ndarray, universe: np.ndarray) -> LayerGraph:
+    """`layered.layer_graph`, its exits unlabelled: nothing here shows them, and a
+    label each is a string per exit (millions of them at the printed rules)."""
+    expansion = expansion_of(game, codes)
+    out_next = expansion["out_next"].astype(np.int64)
+    live = np.flatnonzero(out_next >= 0)
+    nxt = out_next[live]
+    at = np.searchsorted(codes, nxt)
+    inside = codes[np.minimum(at, codes.size - 1)] == nxt
+    out_next[live[inside]] = at[inside]
+    outside, slot = np.unique(nxt[~inside], return_inverse=True)
+    exits = np.searchsorted(universe, outside)
+    if outside.size and (exits.max() >= universe.size or np.any(universe[exits] != outside)):
+        raise ValueError("states are not closed under transitions")
+    out_next[live[~inside]] = -1 - (len(game.terminal_payoff) + slot)
+    return LayerGraph(graph_of(game, codes, expansion, out_next), exits.astype(np.int64), ("exit",) * exits.size)
+
+
+def _strategies_mirror(ctx: _Context, codes: np.ndarray, in_table: np.ndarray, graph: GameGraph, col: np.ndarray) -> bool:
+    """Whether P2's table strategy `col` at each of `codes` (at `in_table` in
+    the table) is exactly P1's at its seat-swapped twin."""
+    twins = ctx.wrapped.game.swap(codes)
+    if twins is None:
+        return False
+    local = np.minimum(np.searchsorted(codes, twins), codes.size - 1)
+    if np.array_equal(codes[local], twins):  # twins share a rank where ranks see no seats: look there first
+        twin_index = in_table[local]
+    else:
+        try:
+            twin_index = _table_index(ctx.table, twins)
+        except KeyError:
+            return False
+    table = ctx.table
+    if np.any(table.row_ptr[twin_index + 1] - table.row_ptr[twin_index] != np.diff(np.asarray(graph.col_ptr))):
+        return False
+    rows = segment_positions(table.row_ptr, twin_index)
+    return bool(np.array_equal(table.row_actions[rows], graph.col_actions) and np.array_equal(table.row_strategy[rows], col))
 
 
 def _table_index(table: SolveResult, codes: np.ndarray) -> np.ndarray:

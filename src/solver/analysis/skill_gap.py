@@ -71,13 +71,6 @@ class PolicyResult:
     """P(P1 wins) playing its reported optimal strategy against the policy as P2."""
 
 
-def solves_per_policy(mirrored: bool) -> int:
-    """Passes `table_skill_gap` makes per policy (`mirrored`: see `play_mirrors`):
-    one for its games against P2's table strategy and best response, and
-    unless mirrored a policy game of P1's table strategy against it."""
-    return 1 if mirrored else 2
-
-
 def play_mirrors(game: StochasticGame, table: SolveResult, start: int, chunk: int = 1 << 22) -> bool:
     """Whether optimal play as P1 against any seat-blind policy is the mirror
     image of the policy against optimal play as P2 from `start`: `game` swaps
@@ -107,22 +100,22 @@ def play_mirrors(game: StochasticGame, table: SolveResult, start: int, chunk: in
 def table_skill_gap(
     game: StochasticGame, table: SolveResult, policies: dict[str, Policy],
     play_both: Callable[[str, Policy], PolicyGames], play: Callable[[str, PolicyPlay], PlayFigures],
-    mirrored: bool = False,
 ) -> list[PolicyResult]:
     """`skill_gap` against the strategies of the solved `table` of `game`;
     `policies`: name -> the policy (for either seat; seat-blind: what it plays
     depends on the legal actions alone). `play_both(name, policy)` gives the
     policy's figures as P1 from the start against P2's table strategy and
-    against P2's best response (`policy_ranks.policy_games`); unless
-    `mirrored` (see `play_mirrors`), `play(label, game)` solves the policy
-    game of P1's table strategy against the policy as P2 and returns its
-    figures at the start. When `mirrored`, that P(P1 wins) is P(P2 wins)
-    against P2's table strategy."""
+    against P2's best response (`policy_ranks.policy_games`), and whether
+    the table's strategies mirror between the seats over the states that
+    pass covers. If they do, P(P1 wins) with P1's table strategy against the
+    policy as P2 is P(P2 wins) of the policy against P2's table strategy;
+    otherwise `play(label, game)` solves that policy game and returns its
+    figures at the start."""
     results = []
     for name, policy in policies.items():
         both = play_both(name, policy)
         against_optimal, against_best = both.against_optimal, both.against_best_response
-        if mirrored and against_optimal.p2_win is not None:
+        if both.mirrored and against_optimal.p2_win is not None:
             optimal_win = against_optimal.p2_win
         else:
             optimal = PolicyPlay(game, table_policy(table, Seat.P1), policy)
