@@ -111,20 +111,20 @@ def _figures_at(p1: float, unending: float, half: float, value: float | None, st
 def _states_by_rank(
     wrapped: PolicyPlay, table: SolveResult, policy: Policy, start: int, workers: int, chunk: int = 1 << 22,
 ) -> tuple[list[np.ndarray], np.ndarray]:
-    """The states to solve, rank by rank from the highest (each rank's
-    sorted), and all of them sorted: every state P2 can reach against the
-    policy from `start`. Where the policy plays every action at every state
-    of the table, those are the table's states, grouped by rank without
-    expanding any; otherwise they are enumerated."""
+    """The states to solve, sorted (the universe), and their indices in it
+    rank by rank from the highest (each rank's ascending): every state P2
+    can reach against the policy from `start`. Where the policy plays every
+    action at every state of the table, those are the table's states,
+    grouped by rank without expanding any; otherwise they are enumerated."""
     if _plays_every_action(table, policy, chunk):
         ranks = np.concatenate([wrapped.progress_rank(np.asarray(table.states[lo : lo + chunk]))
                                 for lo in range(0, table.num_states, chunk)])
-        order = np.argsort(-ranks, kind="stable")  # within a rank, still sorted by code
+        order = np.argsort(-ranks, kind="stable")  # within a rank, still in the table's order
         cuts = np.flatnonzero(np.diff(ranks[order])) + 1
-        del ranks
-        return np.split(np.asarray(table.states)[order], cuts), table.states
+        return np.split(order, cuts), table.states
     layers = sorted(enumerate_by_rank(wrapped, np.array([start], np.int64), workers=workers), key=lambda layer: -layer.rank)
-    return [layer.states for layer in layers], np.sort(np.concatenate([layer.states for layer in layers]))
+    universe = np.sort(np.concatenate([layer.states for layer in layers]))
+    return [np.searchsorted(universe, layer.states) for layer in layers], universe
 
 
 def _plays_every_action(table: SolveResult, policy: Policy, chunk: int) -> bool:
@@ -168,7 +168,7 @@ class _Context:
 
     wrapped: PolicyPlay
     table: SolveResult
-    layers: list[np.ndarray]
+    layers: list[np.ndarray]  # each rank's states, by their index in the universe
     universe: np.ndarray
     is_table: bool  # the universe is the table's states: a state's index in one is its index in the other
     figures: _Figures
@@ -206,10 +206,10 @@ def _solve_layer_at(number: int) -> int:
 
 
 def _solve_layer(ctx: _Context, number: int) -> int:
-    f, codes = ctx.figures, ctx.layers[number]
+    f, at = ctx.figures, ctx.layers[number]
+    codes = np.asarray(ctx.universe[at])
     part = _rank_graph(ctx.wrapped, codes, ctx.universe)
     x = part.exits
-    at = np.searchsorted(ctx.universe, codes)
     in_table = at if ctx.is_table else _table_index(ctx.table, codes)
     table_strategy = _table_col_strategy(ctx.table, in_table, part.graph)
     f.mirrored[number] = _strategies_mirror(ctx, codes, in_table, part.graph, table_strategy)
