@@ -4,6 +4,7 @@ game solved by the solver as a policy game (`policy_play.play_figures`)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -119,6 +120,25 @@ def test_a_strategy_that_no_longer_mirrors_is_found(solved):
     lopsided = replace(table, col_strategy=col)
     assert not play_mirrors(game, lopsided, start)
     assert not policy_games(game, lopsided, uniform, start).mirrored
+
+
+def test_a_rank_that_fails_stops_the_pass_and_no_worker_waits_for_it(solved):
+    """The highest rank fails in a worker: the error comes back, and the
+    other worker, whose ranks wait for it, gives up instead of waiting forever."""
+    _, game, table, start = solved
+    ranks = game.progress_rank(np.asarray(table.states))
+    if np.all(ranks == ranks[0]):
+        pytest.skip("one rank: solved in this process")
+    main = os.getpid()
+    top = int(table.states[np.argmax(ranks)])
+
+    def failing(codes, ptr, actions):
+        if os.getpid() != main and top in codes:
+            raise ValueError("this policy fails")
+        return uniform_policy(ptr)
+
+    with pytest.raises(ValueError, match="this policy fails"):
+        policy_games(game, table, failing, start, workers=2)
 
 
 def test_figures_survive_the_results_cache(solved):

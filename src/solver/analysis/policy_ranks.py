@@ -21,12 +21,12 @@ from __future__ import annotations
 import mmap
 import multiprocessing
 import time
-from collections.abc import Callable
 from concurrent import futures
 from dataclasses import asdict, dataclass
 
 import numpy as np
 from numba import njit
+from tqdm import tqdm
 
 from ..core.absorption import outcome_probabilities
 from ..core.best_response import best_response, pure_strategy
@@ -72,12 +72,13 @@ class PolicyGames:
 
 def policy_games(
     game: StochasticGame, table: SolveResult, policy: Policy, start: int, *, workers: int = 1,
-    progress: Callable[[int], None] | None = None,
+    show_progress: bool = False,
 ) -> PolicyGames:
     """`policy` as P1 from the state coded `start`, against P2's strategy in
     `table` and against P2's best response to it (see the module docstring),
-    on `workers` forked processes. `game` must have a progress rank and
-    `table` hold every state reachable from `start`."""
+    on `workers` forked processes, with a progress bar if `show_progress`.
+    `game` must have a progress rank and `table` hold every state reachable
+    from `start`."""
     global _CONTEXT
     wrapped = PolicyPlay(game, policy, None)
     layers, universe = _states_by_rank(wrapped, table, policy, start, workers)
@@ -87,9 +88,9 @@ def policy_games(
     _CONTEXT = _Context(wrapped, table, layers, universe, universe is table.states, _Figures(universe.size, len(layers)),
                         ends)
     try:
-        for done in _run(len(layers), workers):
-            if progress is not None:
-                progress(done)
+        with tqdm(desc="policy games", total=int(universe.size), unit=" states", delay=1.0, disable=not show_progress) as bar:
+            for done in _run(len(layers), workers):
+                bar.update(done)
         f = _CONTEXT.figures
         i = int(np.searchsorted(universe, start))
         half = float(game.unending_payoff)
@@ -191,6 +192,8 @@ def _run(count: int, workers: int):
     try:
         yield from pool.map(_solve_layer_at, range(count))
     finally:
+        if _CONTEXT is not None:  # a worker still waiting for a rank that will never finish stops
+            _CONTEXT.figures.failed[0] = True
         pool.shutdown(wait=True, cancel_futures=True)
 
 

@@ -511,7 +511,8 @@ class _Parts:
 
     def _solve_policy_games(self, label: str, policy: Policy) -> PolicyGames:
         self.log(f"skill gap: {label}")
-        return policy_games(self.game, self.table.result, policy, self.table.start, workers=usable_cores())
+        return policy_games(self.game, self.table.result, policy, self.table.start, workers=usable_cores(),
+                            show_progress=self.show_progress)
 
     def _solve_policy_game(self, label: str, game: PolicyPlay) -> PlayFigures:
         self.log(f"skill gap: {label}")
