@@ -1,15 +1,18 @@
 """Skill gap: how simple policies fare against optimal play and against the
 best response to them (exact outcome probabilities, no sampling).
 
-`table_skill_gap` solves games in which the policies are played as chance
-(`policy_play`), rank by rank, so it needs no graph of the whole game (the
-whole-graph reference it is checked against is in `tests/reference.py`).
+`table_skill_gap` plays each policy as P1 against P2's table strategy and
+against P2's best response in one rank-by-rank pass (`policy_ranks`): a
+Markov chain and a one-player problem, with no two-sided solve. It needs no
+graph of the whole game (the whole-graph reference it is checked against is
+in `tests/reference.py`).
 
 In a game symmetric between seats, from a start that is its own twin, optimal
 play as P1 against a policy as P2 is the mirror image of the policy as P1
 against optimal play as P2, whenever the table's strategies mirror (P2's at a
-state are P1's at its twin, as a seat-folded solve makes them): one solve
-per policy fewer, the largest of them at the printed rules."""
+state are P1's at its twin, as a seat-folded solve makes them): that game
+is then read off the first. Otherwise it is solved as a policy game
+(`policy_play`)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from ..core.outcome import Seat
 from ..core.protocol import StochasticGame
 from ..core.result import SolveResult
 from .policy_play import PlayFigures, Policy, PolicyPlay, table_policy
+from .policy_ranks import PolicyGames
 
 
 def uniform_policy(ptr: np.ndarray) -> np.ndarray:
@@ -67,11 +71,6 @@ class PolicyResult:
     """P(P1 wins) playing its reported optimal strategy against the policy as P2."""
 
 
-def solves_per_policy(mirrored: bool) -> int:
-    """Policy games `table_skill_gap` solves per policy (`mirrored`: see `play_mirrors`)."""
-    return 2 if mirrored else 3
-
-
 def play_mirrors(game: StochasticGame, table: SolveResult, start: int, chunk: int = 1 << 22) -> bool:
     """Whether optimal play as P1 against any seat-blind policy is the mirror
     image of the policy against optimal play as P2 from `start`: `game` swaps
@@ -100,22 +99,25 @@ def play_mirrors(game: StochasticGame, table: SolveResult, start: int, chunk: in
 
 def table_skill_gap(
     game: StochasticGame, table: SolveResult, policies: dict[str, Policy],
-    play: Callable[[str, PolicyPlay], PlayFigures], mirrored: bool = False,
+    play_both: Callable[[str, Policy], PolicyGames], play: Callable[[str, PolicyPlay], PlayFigures],
 ) -> list[PolicyResult]:
     """`skill_gap` against the strategies of the solved `table` of `game`;
     `policies`: name -> the policy (for either seat; seat-blind: what it plays
-    depends on the legal actions alone). `play(label, game)` solves one
-    policy game from the start and returns its figures there: per policy,
-    against P2's optimal strategy, against P2's best response, and (unless
-    `mirrored`, see `play_mirrors`) P1's optimal strategy against the policy
-    as P2. When `mirrored`, that last P(P1 wins) is P(P2 wins) of the first."""
+    depends on the legal actions alone). `play_both(name, policy)` gives the
+    policy's figures as P1 from the start against P2's table strategy and
+    against P2's best response (`policy_ranks.policy_games`), and whether
+    the table's strategies mirror between the seats over the states that
+    pass covers. If they do, P(P1 wins) with P1's table strategy against the
+    policy as P2 is P(P2 wins) of the policy against P2's table strategy;
+    otherwise `play(label, game)` solves that policy game and returns its
+    figures at the start."""
     results = []
     for name, policy in policies.items():
-        against_optimal = play(f"{name} against optimal play", PolicyPlay(game, policy, table_policy(table, Seat.P2)))
-        against_best = play(f"{name} against its best response", PolicyPlay(game, policy, None))
-        if mirrored and against_optimal.p2_win is not None:
+        both = play_both(name, policy)
+        against_optimal, against_best = both.against_optimal, both.against_best_response
+        if both.mirrored and against_optimal.p2_win is not None:
             optimal_win = against_optimal.p2_win
-        else:  # not a mirror image, or figures kept before P(P2 wins) was
+        else:
             optimal = PolicyPlay(game, table_policy(table, Seat.P1), policy)
             optimal_win = play(f"optimal play against {name}", optimal).p1_win
         results.append(PolicyResult(

@@ -10,7 +10,6 @@ as it is known: a second report reads them, and an interrupted one resumes."""
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -27,19 +26,13 @@ from rules.charge_spark.size import estimate_reachable
 
 from ..analysis.card_status import legal_row_actions
 from ..analysis.draws import DrawValue, draw_sums_of, draws_from_play
-from ..analysis.policy_play import PlayFigures, PolicyPlay, play_figures
+from ..analysis.policy_play import PlayFigures, Policy, PolicyPlay, play_figures
+from ..analysis.policy_ranks import PolicyGames, policy_games
 from ..analysis.positions import AnnotatedPosition, annotated_positions
 from ..analysis.restricted import RestrictedValue
 from ..analysis.results_cache import ResultsCache
 from ..analysis.sensitivity import Skipped, Variant, VariantSummary, sensitivity_variants
-from ..analysis.skill_gap import (
-    PolicyResult,
-    greedy_policy,
-    play_mirrors,
-    solves_per_policy,
-    table_skill_gap,
-    uniform_policy,
-)
+from ..analysis.skill_gap import PolicyResult, greedy_policy, table_skill_gap, uniform_policy
 from ..analysis.stalls import (
     LengthAndStalls,
     Stall,
@@ -456,7 +449,7 @@ class _Parts:
         """The states a part's work covers: play's, a policy game's, or the table's."""
         if play:
             return int(self.play.states.size)
-        if isinstance(value, PlayFigures):
+        if isinstance(value, (PlayFigures, PolicyGames)):
             return value.states
         return None if name == "skill" else self._table.result.num_states
 
@@ -499,25 +492,33 @@ class _Parts:
         return [self.game.action_labels[a] for a in legal_row_actions(self.table.result)]
 
     def skill(self) -> list[PolicyResult]:
-        """The skill gap: its solves one by one, each kept in the results cache as it finishes."""
+        """The skill gap: one pass a policy (and, where the table's strategies do not
+        mirror between the seats, one policy game more), each kept in the results cache as it finishes."""
         strength = np.array([self.rules.damage_of(card) for card in Card])
         fallback = [int(Card.CHARGE), int(Card.BARRIER), int(Card.MOVE)]
         policies = {
             UNIFORM: lambda codes, ptr, actions: uniform_policy(ptr),
             GREEDY: lambda codes, ptr, actions: greedy_policy(ptr, actions, strength, fallback),
         }
-        mirrored = play_mirrors(self.game, self.table.result, self.table.start)
-        count, total = itertools.count(1), solves_per_policy(mirrored) * len(policies)
+
+        def play_both(name: str, policy: Policy) -> PolicyGames:
+            label = f"{name} against optimal play and its best response"
+            return self.cached(f"skill: {label}", lambda: self._solve_policy_games(label, policy),
+                               PolicyGames.as_json, PolicyGames.from_json)
 
         def play(label: str, game: PolicyPlay) -> PlayFigures:
-            number = next(count)
-            return self.cached(f"skill: {label}", lambda: self._solve_policy_game(label, game, number, total),
+            return self.cached(f"skill: {label}", lambda: self._solve_policy_game(label, game),
                                entries.figures_entry, entries.figures_from)
 
-        return table_skill_gap(self.game, self.table.result, policies, play, mirrored)
+        return table_skill_gap(self.game, self.table.result, policies, play_both, play)
 
-    def _solve_policy_game(self, label: str, game: PolicyPlay, number: int, total: int) -> PlayFigures:
-        self.log(f"skill gap: solve {number} of {total} ({total - number} more after it): {label}")
+    def _solve_policy_games(self, label: str, policy: Policy) -> PolicyGames:
+        self.log(f"skill gap: {label}")
+        return policy_games(self.game, self.table.result, policy, self.table.start, workers=usable_cores(),
+                            show_progress=self.show_progress)
+
+    def _solve_policy_game(self, label: str, game: PolicyPlay) -> PlayFigures:
+        self.log(f"skill gap: {label}")
         return play_figures(game, self.table.start, show_progress=self.show_progress, workers=usable_cores(),
                             max_states=states_that_fit(LAYERED_BYTES_PER_STATE))
 
