@@ -30,6 +30,7 @@ file per layer until the end).
 from __future__ import annotations
 
 import collections
+import contextlib
 import mmap
 import multiprocessing
 import os
@@ -336,9 +337,9 @@ class ExitFigures:
     middle: np.ndarray
     outcomes: np.ndarray  # (exits, terminal outcomes + 1): probabilities of each ending, then of none
     ending_turns: np.ndarray  # E[turns played x 1{the game ends}] from each exit
-    buzzer: tuple[np.ndarray, np.ndarray]  # each side's buzzer value (see `hurry`)
-    scored: ScoredGuarantees  # each side's guarantee with endless play scored as a loss for one side
-    hurried_guarantees: tuple[np.ndarray, np.ndarray]  # each side's, playing the hurried strategies
+    buzzer: tuple[np.ndarray, np.ndarray] | None  # each side's buzzer value (see `hurry`); None unhurried
+    scored: ScoredGuarantees | None  # each side's guarantee with endless play scored as a loss for one side
+    hurried_guarantees: tuple[np.ndarray, np.ndarray] | None  # each side's, playing the hurried strategies
     twin_p1_guarantee: np.ndarray | None = None  # P1's guarantee at each exit's seat-swapped twin
 
     @classmethod
@@ -367,16 +368,17 @@ class LayerSolution:
     terminal_probability: np.ndarray
     unending_probability: np.ndarray
     ending_turns: np.ndarray
-    buzzer: tuple[np.ndarray, np.ndarray]
-    scored: ScoredGuarantees
-    fallback: np.ndarray
+    buzzer: tuple[np.ndarray, np.ndarray] | None  # None where the solve is not hurried
+    scored: ScoredGuarantees | None
+    fallback: np.ndarray | None
     solve_guarantees: tuple[np.ndarray, np.ndarray]  # each side's, playing the value solve's strategies
     bellman_residual: float
     rounds: int
     certify_seconds: float
 
     def per_state(self) -> dict[str, Any]:
-        """The per-state arrays a `SolveResult` holds, by its names."""
+        """The per-state arrays a `SolveResult` holds, by its names (of a hurried solve)."""
+        assert self.buzzer is not None and self.scored is not None  # a SolveResult's strategies are hurried
         return {
             "values": self.middle, "row_strategy": self.row_strategy, "col_strategy": self.col_strategy,
             "terminal_probability": self.terminal_probability, "unending_probability": self.unending_probability,
@@ -389,18 +391,20 @@ class LayerSolution:
 
 def solve_layer(
     layer: LayerGraph, mirror: np.ndarray | None, exits: ExitFigures, warm: np.ndarray | None = None,
+    hurried: bool = True,
 ) -> LayerSolution:
     """One layer, its exits paying what `exits` says: `solve_part`, except that
     a layer where neither side has a choice (both follow fixed policies) is a
     Markov chain, solved as one."""
     if _no_choices(layer.graph):
-        return _solve_chain_layer(layer, exits)
-    return solve_part(layer, exits, mirror, warm)
+        return _solve_chain_layer(layer, exits, hurried)
+    return solve_part(layer, exits, mirror, warm, hurried=hurried)
 
 
 def solve_part(
     part: LayerGraph, exits: ExitFigures, mirror: np.ndarray | None, warm: np.ndarray | None = None, *,
     progress: Callable[[int], None] | None = None, guess: bool = True, timings: dict[str, float] | None = None,
+    hurried: bool = True,
 ) -> LayerSolution:
     """Solve and certify a part of a game whose exits pay what `exits` says (a
     rank cut out of a game, or a whole game: `LayerGraph.whole` with
@@ -418,7 +422,8 @@ def solve_part(
     which only changes how soon it settles (see `best_response`); False
     starts it from scratch. `timings`, if given, gains the seconds spent on
     the bracket ("solve"), on the certificate ("certify") and on the rest
-    ("hurry")."""
+    ("hurry"). `hurried=False` skips hurried play: the value solve's
+    certified strategies are the answer (`_value_solution`)."""
     start = time.perf_counter()
     p1_graph = with_exit_payoffs(part, exits.p1_guarantee)
     p2_pay = np.concatenate([part.graph.terminal_payoff, exits.p2_guarantee])
@@ -438,9 +443,12 @@ def solve_part(
         high = best_response_values(p2_graph, 1, col, bracket.upper if guess else None)
     middle = np.clip(0.5 * (bracket.lower + bracket.upper), low, np.maximum(low, high))
     certified = time.perf_counter()
-    solution = _hurried_solution(
-        part, exits, mirror, p1_graph, p2_graph, low, high, middle, row, col, int(bracket.rounds.sum()), bracketed,
-    )
+    if not hurried:
+        solution = _value_solution(part, exits, p1_graph, low, high, middle, row, col, int(bracket.rounds.sum()), bracketed)
+    else:
+        solution = _hurried_solution(
+            part, exits, mirror, p1_graph, p2_graph, low, high, middle, row, col, int(bracket.rounds.sum()), bracketed,
+        )
     if timings is not None:
         for phase, seconds in (("solve", bracketed - start), ("certify", certified - bracketed),
                                ("hurry", time.perf_counter() - certified)):
@@ -456,6 +464,7 @@ def _hurried_solution(
     """The layer's solution once its value solve is certified: hurried
     strategies (see `hurry`), their exact guarantees with endless play scored
     three ways, the Bellman residual and the outcome probabilities."""
+    assert exits.buzzer is not None and exits.scored is not None and exits.hurried_guarantees is not None
     own = layer.graph.terminal_payoff.shape[0]
     none = np.zeros(own)
     ends = np.arange(own + layer.exits.size) < own
@@ -484,11 +493,27 @@ def _hurried_solution(
     )
 
 
+def _value_solution(
+    layer: LayerGraph, exits: ExitFigures, p1_graph: GameGraph, low: np.ndarray, high: np.ndarray,
+    middle: np.ndarray, row: np.ndarray, col: np.ndarray, rounds: int, clock: float,
+) -> LayerSolution:
+    """The layer's solution as the value solve certified it, without hurried
+    play: its strategies and guarantees, the Bellman residual and the outcome
+    probabilities under those strategies (where a side may stall, some of them
+    can be the chance of never ending)."""
+    residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
+    terminal, unending, turns = _layer_outcomes(layer, p1_graph, row, col, exits)
+    return LayerSolution(
+        row, col, low, high, middle, terminal, unending, turns, None, None, None, (low, high), residual, rounds,
+        time.perf_counter() - clock,
+    )
+
+
 def _no_choices(graph: GameGraph) -> bool:
     return bool(np.all(np.diff(graph.row_ptr) == 1) and np.all(np.diff(graph.col_ptr) == 1))
 
 
-def _solve_chain_layer(layer: LayerGraph, exits: ExitFigures) -> LayerSolution:
+def _solve_chain_layer(layer: LayerGraph, exits: ExitFigures, hurried: bool = True) -> LayerSolution:
     """A layer where each side has one action everywhere: each side's guarantee
     is the value of the Markov chain, its exits paying that side's guarantee
     there. Exact linear solves; no bracket, no best responses (they would
@@ -500,6 +525,8 @@ def _solve_chain_layer(layer: LayerGraph, exits: ExitFigures) -> LayerSolution:
     both = np.column_stack([p1_graph.terminal_payoff, np.concatenate([own, exits.p2_guarantee])])
     low, high = chain_values(p1_graph, ones, ones, both).T  # one solve, each side's exits paying its guarantee
     middle = np.clip(0.5 * (low + high), low, np.maximum(low, high))
+    if not hurried:
+        return _value_solution(layer, exits, p1_graph, low, high, middle, ones, ones, 0, clock)
     p2_graph = with_exit_payoffs(layer, exits.p2_guarantee)
     return _hurried_solution(layer, exits, None, p1_graph, p2_graph, low, high, middle, ones, ones, 0, clock)
 
@@ -561,29 +588,114 @@ def solve_layers(
     With `warm`, each layer's cyclic components start from the estimates
     `warm(codes)` gives for its states (see `WarmStart`); the workers call it
     themselves, each for its own layer."""
+    with _layers_solved(game, layers, progress, workers, scratch_dir, boundary, warm, _Keep(True, True)) as run:
+        arrays = _assemble(run.all_states, run.figures, [i for i, layer in enumerate(layers) if not layer.given], run.spill)
+        return LayeredSolution(
+            **arrays, bellman_residual=run.residual, rounds=run.rounds, certify_seconds=run.certify_seconds,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class RootFigures:
+    """A solve's figures at a few states (its roots), in the order asked, and
+    its certificate over every state: what a caller needs of a large solve
+    that keeps no strategies (`solve_layers_at`)."""
+
+    states: np.ndarray  # codes, in the order asked
+    values: np.ndarray  # middle of the bracket
+    p1_guarantee: np.ndarray  # exact guarantees of the strategies the figures are of
+    p2_guarantee: np.ndarray
+    terminal_probability: np.ndarray  # (roots, the game's terminal outcomes)
+    unending_probability: np.ndarray
+    ending_turns: np.ndarray
+    max_exploitability: float  # over every state solved, as `SolveResult.max_exploitability`
+    num_states: int
+    bellman_residual: float
+    rounds: int
+    hurried: bool  # the figures are those of hurried play's strategies, else of the value solve's
+
+
+def solve_layers_at(
+    game: Any, layers: list[Layer], roots: np.ndarray, *, hurried: bool = True,
+    progress: Callable[[int], None] | None = None, workers: int = 1,
+    scratch_dir: str | os.PathLike[str] | None = None, boundary: Boundary | None = None,
+    warm: WarmStart | None = None,
+) -> RootFigures:
+    """`solve_layers`, keeping only the figures at `roots` and the certificate:
+    no strategy is written or assembled, and with `hurried=False` no hurried
+    play is computed (nor held: its per-state figures are never allocated), so
+    the figures are those of the value solve's certified strategies. The
+    same values as `solve_layers`, for a fraction of its memory and time."""
+    roots = np.asarray(roots, np.int64)
+    keep = _Keep(hurried=hurried, strategies=False)
+    with _layers_solved(game, layers, progress, workers, scratch_dir, boundary, warm, keep) as run:
+        f, n = run.figures, run.all_states.size
+        at = np.searchsorted(run.all_states, roots)
+        if roots.size and (at.max() >= n or np.any(run.all_states[at] != roots)):
+            raise KeyError("a root is not among the solved states")
+        low, high = (f.hurried_p1_guarantee, f.hurried_p2_guarantee) if hurried else (f.p1_guarantee, f.p2_guarantee)
+        worst = max((_exploitability(f.middle, low, high, lo, lo + _CHUNK) for lo in range(0, n, _CHUNK)), default=0.0)
+        return RootFigures(
+            roots, f.middle[at].copy(), low[at].copy(), high[at].copy(), f.terminal[at].copy(), f.unending[at].copy(),
+            f.ending_turns[at].copy(), max(worst, 0.0), int(n), run.residual, run.rounds, hurried,
+        )
+
+
+_CHUNK = 1 << 22  # states a step when scanning every state (no temporary of the whole size)
+
+
+def _exploitability(middle: np.ndarray, low: np.ndarray, high: np.ndarray, lo: int, hi: int) -> float:
+    """The most either side gains by best-responding, over states [lo, hi)."""
+    v = middle[lo:hi]
+    return float(np.maximum(v - low[lo:hi], high[lo:hi] - v).max(initial=0.0))
+
+
+@dataclass(frozen=True)
+class _Keep:
+    """What a layered solve computes and keeps beyond values and guarantees."""
+
+    hurried: bool  # hurried play, its buzzer values and scored guarantees
+    strategies: bool  # each layer's strategies, written for assembly
+
+
+@dataclass
+class _LayersRun:
+    all_states: np.ndarray
+    figures: _SharedFigures
+    spill: str
+    residual: float = 0.0
+    rounds: int = 0
+    certify_seconds: float = 0.0
+
+
+@contextlib.contextmanager
+def _layers_solved(
+    game: Any, layers: list[Layer], progress: Callable[[int], None] | None, workers: int,
+    scratch_dir: str | os.PathLike[str] | None, boundary: Boundary | None, warm: WarmStart | None, keep: _Keep,
+) -> Iterator[_LayersRun]:
+    """Every layer solved, its figures in shared memory (and, with
+    `keep.strategies`, its strategies in the spill directory), for the body
+    of the `with` to read before the spill directory goes."""
     global _CONTEXT
     all_states = np.sort(np.concatenate([layer.states for layer in layers]))
-    figures = _SharedFigures(all_states.size, len(game.terminal_payoff))
+    figures = _SharedFigures(all_states.size, len(game.terminal_payoff), keep.hurried)
     for layer in layers:
         if layer.given:
             _fill_from_boundary(game, figures, np.searchsorted(all_states, layer.states), layer.states, boundary)
-    residual, rounds, certify_seconds = 0.0, 0, 0.0
     _remove_abandoned_spills(scratch_dir)
     with tempfile.TemporaryDirectory(prefix=f"{_SPILL_PREFIX}{os.getpid()}-", dir=scratch_dir) as spill:
-        _CONTEXT = _LayerContext(game, layers, all_states, figures, spill, warm)
+        run = _LayersRun(all_states, figures, spill)
+        _CONTEXT = _LayerContext(game, layers, all_states, figures, spill, warm, keep)
         try:
             for done in _run_layers(layers, workers):
-                residual = max(residual, done.bellman_residual)
-                rounds += done.rounds
-                certify_seconds += done.certify_seconds
+                run.residual = max(run.residual, done.bellman_residual)
+                run.rounds += done.rounds
+                run.certify_seconds += done.certify_seconds
                 if progress is not None:
                     progress(done.states)
         finally:
             _CONTEXT = None
-        arrays = _assemble(all_states, figures, [i for i, layer in enumerate(layers) if not layer.given], spill)
-    return LayeredSolution(
-        **arrays, bellman_residual=residual, rounds=rounds, certify_seconds=certify_seconds,
-    )
+        yield run
 
 
 _SPILL_PREFIX = "charge-spark-layers-"
@@ -598,13 +710,14 @@ def _fill_from_boundary(game, figures: _SharedFigures, at: np.ndarray, codes: np
     index = boundary.index(codes)
     figures.p1_guarantee[at] = boundary.figures("p1_guarantee", index)
     figures.p2_guarantee[at] = boundary.figures("p2_guarantee", index)
-    figures.hurried_p1_guarantee[at], figures.hurried_p2_guarantee[at] = figures.p1_guarantee[at], figures.p2_guarantee[at]
     figures.middle[at] = boundary.figures("values", index)
     figures.terminal[at] = boundary.figures("terminal_probability", index)
     figures.unending[at] = boundary.figures("unending_probability", index)
     figures.ending_turns[at] = boundary.figures("ending_turns", index)
-    for name in PER_STATE_HURRY:
-        getattr(figures, name)[at] = boundary.figures(name, index)
+    if figures.hurried:
+        figures.hurried_p1_guarantee[at], figures.hurried_p2_guarantee[at] = figures.p1_guarantee[at], figures.p2_guarantee[at]
+        for name in PER_STATE_HURRY:
+            getattr(figures, name)[at] = boundary.figures(name, index)
     figures.finished[at] = True  # no actions: row and column counts stay 0
 
 
@@ -634,19 +747,21 @@ class _SharedFigures:
     workers write the figures of the states they finish and read those of
     the states their layer exits to."""
 
-    def __init__(self, n: int, terminals: int) -> None:
+    def __init__(self, n: int, terminals: int, hurried: bool = True) -> None:
+        self.hurried = hurried  # without hurried play, its figures are never allocated
         self.p1_guarantee = _shared((n,), np.float64)
         self.p2_guarantee = _shared((n,), np.float64)
-        self.hurried_p1_guarantee = _shared((n,), np.float64)
-        self.hurried_p2_guarantee = _shared((n,), np.float64)
         self.middle = _shared((n,), np.float64)
         self.terminal = _shared((n, terminals), np.float64)
         self.unending = _shared((n,), np.float64)
         self.ending_turns = _shared((n,), np.float64)
-        self.p1_buzzer, self.p2_buzzer = _shared((n,), np.float64), _shared((n,), np.float64)
-        self.p1_guarantee_u0, self.p2_guarantee_u0 = _shared((n,), np.float64), _shared((n,), np.float64)
-        self.p1_guarantee_u1, self.p2_guarantee_u1 = _shared((n,), np.float64), _shared((n,), np.float64)
-        self.fallback = _shared((n,), np.int8)
+        if hurried:
+            self.hurried_p1_guarantee = _shared((n,), np.float64)
+            self.hurried_p2_guarantee = _shared((n,), np.float64)
+            self.p1_buzzer, self.p2_buzzer = _shared((n,), np.float64), _shared((n,), np.float64)
+            self.p1_guarantee_u0, self.p2_guarantee_u0 = _shared((n,), np.float64), _shared((n,), np.float64)
+            self.p1_guarantee_u1, self.p2_guarantee_u1 = _shared((n,), np.float64), _shared((n,), np.float64)
+            self.fallback = _shared((n,), np.int8)
         self.row_count = _shared((n,), np.int16)
         self.col_count = _shared((n,), np.int16)
         self.finished = _shared((n,), np.bool_)
@@ -668,6 +783,7 @@ class _LayerContext:
     figures: _SharedFigures
     spill: str
     warm: WarmStart | None = None
+    keep: _Keep = _Keep(hurried=True, strategies=True)
 
 
 _CONTEXT: _LayerContext | None = None
@@ -700,28 +816,34 @@ def _solve_layer_at(number: int) -> _LayerDone:
     swapped = ctx.game.swap(layer.states) if hasattr(ctx.game, "swap") else None
     mirror = seat_mirror(with_exit_payoffs(lg, np.zeros(lg.exits.size)), swapped, check_payoffs=False)
     x = lg.exits
+    hurried = ctx.keep.hurried
     exits = ExitFigures(
         f.p1_guarantee[x], f.p2_guarantee[x], f.middle[x], np.column_stack([f.terminal[x], f.unending[x]]),
-        f.ending_turns[x], (f.p1_buzzer[x], f.p2_buzzer[x]),
-        ScoredGuarantees(f.p1_guarantee_u0[x], f.p2_guarantee_u0[x], f.p1_guarantee_u1[x], f.p2_guarantee_u1[x]),
-        (f.hurried_p1_guarantee[x], f.hurried_p2_guarantee[x]),
+        f.ending_turns[x], (f.p1_buzzer[x], f.p2_buzzer[x]) if hurried else None,
+        ScoredGuarantees(f.p1_guarantee_u0[x], f.p2_guarantee_u0[x], f.p1_guarantee_u1[x], f.p2_guarantee_u1[x])
+        if hurried else None,
+        (f.hurried_p1_guarantee[x], f.hurried_p2_guarantee[x]) if hurried else None,
         _twin_p1_guarantee(ctx, x) if mirror is not None else None,
     )
-    done = solve_layer(lg, mirror, exits, ctx.warm(layer.states) if ctx.warm is not None else None)
+    done = solve_layer(lg, mirror, exits, ctx.warm(layer.states) if ctx.warm is not None else None, hurried)
     at = np.searchsorted(ctx.all_states, layer.states)
     g = lg.graph
-    np.savez(
-        os.path.join(ctx.spill, f"{number}.npz"), at=at, row_ptr=g.row_ptr, row_actions=g.row_actions,
-        row=done.row_strategy, col_ptr=g.col_ptr, col_actions=g.col_actions, col=done.col_strategy,
-    )
+    if ctx.keep.strategies:
+        np.savez(
+            os.path.join(ctx.spill, f"{number}.npz"), at=at, row_ptr=g.row_ptr, row_actions=g.row_actions,
+            row=done.row_strategy, col_ptr=g.col_ptr, col_actions=g.col_actions, col=done.col_strategy,
+        )
     f.p1_guarantee[at], f.p2_guarantee[at] = done.solve_guarantees
-    f.hurried_p1_guarantee[at], f.hurried_p2_guarantee[at], f.middle[at] = done.p1_guarantee, done.p2_guarantee, done.middle
+    f.middle[at] = done.middle
     f.terminal[at], f.unending[at] = done.terminal_probability, done.unending_probability
     f.ending_turns[at] = done.ending_turns
-    f.p1_buzzer[at], f.p2_buzzer[at] = done.buzzer
-    s = done.scored
-    f.p1_guarantee_u0[at], f.p2_guarantee_u0[at], f.p1_guarantee_u1[at], f.p2_guarantee_u1[at] = s.p1_u0, s.p2_u0, s.p1_u1, s.p2_u1
-    f.fallback[at] = done.fallback
+    if hurried:
+        assert done.buzzer is not None and done.scored is not None and done.fallback is not None
+        f.hurried_p1_guarantee[at], f.hurried_p2_guarantee[at] = done.p1_guarantee, done.p2_guarantee
+        f.p1_buzzer[at], f.p2_buzzer[at] = done.buzzer
+        s = done.scored
+        f.p1_guarantee_u0[at], f.p2_guarantee_u0[at], f.p1_guarantee_u1[at], f.p2_guarantee_u1[at] = s.p1_u0, s.p2_u0, s.p1_u1, s.p2_u1
+        f.fallback[at] = done.fallback
     f.row_count[at], f.col_count[at] = np.diff(g.row_ptr), np.diff(g.col_ptr)
     f.finished[at] = True
     return _LayerDone(int(at.size), done.bellman_residual, done.rounds, done.certify_seconds)
@@ -743,18 +865,22 @@ def _mirror_layer_at(number: int) -> _LayerDone:
         raise ValueError(f"layer of rank {layer.rank} mirrors a layer that is not finished")
     total = 2.0 * game.unending_payoff
     f.p1_guarantee[at], f.p2_guarantee[at] = total - f.p2_guarantee[twin], total - f.p1_guarantee[twin]
-    f.hurried_p1_guarantee[at] = total - f.hurried_p2_guarantee[twin]
-    f.hurried_p2_guarantee[at] = total - f.hurried_p1_guarantee[twin]
     f.middle[at] = total - f.middle[twin]
     f.terminal[at] = f.terminal[twin][:, np.asarray(game.terminal_swap)]
     f.unending[at], f.ending_turns[at] = f.unending[twin], f.ending_turns[twin]
-    f.p1_buzzer[at], f.p2_buzzer[at] = f.p2_buzzer[twin], f.p1_buzzer[twin]
-    # Endless play scored 0 at a state is scored 2u at its twin, seen from the other seat.
-    f.p1_guarantee_u0[at], f.p2_guarantee_u0[at] = total - f.p2_guarantee_u1[twin], total - f.p1_guarantee_u1[twin]
-    f.p1_guarantee_u1[at], f.p2_guarantee_u1[at] = total - f.p2_guarantee_u0[twin], total - f.p1_guarantee_u0[twin]
-    fell = f.fallback[twin]
-    f.fallback[at] = ((fell & 1) << 1) | ((fell & 2) >> 1)
+    if ctx.keep.hurried:
+        f.hurried_p1_guarantee[at] = total - f.hurried_p2_guarantee[twin]
+        f.hurried_p2_guarantee[at] = total - f.hurried_p1_guarantee[twin]
+        f.p1_buzzer[at], f.p2_buzzer[at] = f.p2_buzzer[twin], f.p1_buzzer[twin]
+        # Endless play scored 0 at a state is scored 2u at its twin, seen from the other seat.
+        f.p1_guarantee_u0[at], f.p2_guarantee_u0[at] = total - f.p2_guarantee_u1[twin], total - f.p1_guarantee_u1[twin]
+        f.p1_guarantee_u1[at], f.p2_guarantee_u1[at] = total - f.p2_guarantee_u0[twin], total - f.p1_guarantee_u0[twin]
+        fell = f.fallback[twin]
+        f.fallback[at] = ((fell & 1) << 1) | ((fell & 2) >> 1)
     f.row_count[at], f.col_count[at] = f.col_count[twin], f.row_count[twin]
+    if not ctx.keep.strategies:
+        f.finished[at] = True
+        return _LayerDone(int(at.size), 0.0, 0, 0.0)
     local = np.searchsorted(source.states, swapped)
     with np.load(os.path.join(ctx.spill, f"{layer.twin_of}.npz")) as piece:
         strategies: dict[str, Any] = {}

@@ -39,9 +39,17 @@ def available_memory() -> int | None:
         return None
 
 
-def bytes_per_state(game: object) -> int:
-    """Peak memory a solve of `game` needs per state (rank by rank when the game ranks its states)."""
-    return LAYERED_BYTES_PER_STATE if hasattr(game, "progress_rank") else GRAPH_BYTES_PER_STATE
+LAYERED_VALUE_BYTES_PER_STATE = 140
+"""The same for a rank-by-rank solve of values alone (no hurried play, no strategies kept:
+`solve.solve_start_figures(hurried=False)`), with a tenth to spare (docs/performance.md)."""
+
+
+def bytes_per_state(game: object, hurried: bool = True) -> int:
+    """Peak memory a solve of `game` needs per state (rank by rank when the game ranks its
+    states; `hurried=False`: a solve of values alone)."""
+    if not hasattr(game, "progress_rank"):
+        return GRAPH_BYTES_PER_STATE
+    return LAYERED_BYTES_PER_STATE if hurried else LAYERED_VALUE_BYTES_PER_STATE
 
 
 def states_that_fit(per_state: int = GRAPH_BYTES_PER_STATE) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 from tqdm import tqdm
@@ -13,8 +14,17 @@ from . import resources
 from .boundary import Boundary
 from .bracketing import seat_mirror
 from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
-from .layered import ExitFigures, Layer, LayerGraph, WarmStart, enumerate_by_rank, solve_layers, solve_part
-from .outcome import terminal_outcomes
+from .layered import (
+    ExitFigures,
+    Layer,
+    LayerGraph,
+    WarmStart,
+    enumerate_by_rank,
+    solve_layers,
+    solve_layers_at,
+    solve_part,
+)
+from .outcome import Outcome, Seat, terminal_outcomes, won_by
 from .protocol import StochasticGame
 from .resources import GRAPH_BYTES_PER_STATE, bytes_per_state
 from .result import SolveResult
@@ -121,9 +131,110 @@ def solve_from(
         refuse_if_estimate_too_large(estimated_states, estimated_from, max_states, bytes_per_state(game))
     timings: dict[str, float] = {}
     roots = np.asarray(list(roots), dtype=np.int64)
-    per_state = bytes_per_state(game)
+    enumerated = _enumerated(game, roots, timings, show_progress, max_states, workers, boundary, bytes_per_state(game))
+    if isinstance(enumerated, GameGraph):
+        return _solve_graph(enumerated, game, timings, show_progress, warm)
+    return _solve_layers(game, enumerated, timings, show_progress, workers, scratch_dir, boundary, warm)
+
+
+@dataclass(frozen=True, eq=False)
+class StartFigures:
+    """What a solve that keeps no strategies gives (`solve_start_figures`):
+    per root, in the order given, its value, both sides' exact guarantees and
+    outcome figures; and the certificate over every state solved."""
+
+    codes: np.ndarray
+    values: np.ndarray
+    p1_guarantee: np.ndarray
+    p2_guarantee: np.ndarray
+    terminal_probability: np.ndarray  # (roots, terminal outcomes)
+    unending_probability: np.ndarray
+    ending_turns: np.ndarray  # E[turns played x 1{the game ends}]
+    terminal_outcomes: tuple[Outcome, ...]
+    num_states: int
+    bellman_residual: float
+    max_exploitability: float  # over every state solved, as `SolveResult.max_exploitability`: the certificate
+    hurried: bool  # the outcome figures are hurried play's, else the value solve's strategies'
+    method: str
+    timings: dict[str, float]
+
+    @property
+    def terminal_labels(self) -> tuple[str, ...]:
+        return tuple(o.label for o in self.terminal_outcomes)
+
+    def index_of(self, code: int) -> int:
+        """Index of root `code`; KeyError if it is not one."""
+        hits = np.flatnonzero(self.codes == code)
+        if not hits.size:
+            raise KeyError(code)
+        return int(hits[0])
+
+    def win_probability(self, i: int, seat: Seat) -> float:
+        """P(`seat` wins) from root `i` under the strategies the figures are of."""
+        return float(self.terminal_probability[i, won_by(self.terminal_outcomes, seat)].sum())
+
+    def expected_length(self, i: int) -> float:
+        """Turns until the end from root `i`, given that the game ends (nan if it never does)."""
+        ends = 1.0 - float(self.unending_probability[i])
+        return float(self.ending_turns[i]) / ends if ends > 0 else float("nan")
+
+
+def solve_start_figures(
+    game: StochasticGame,
+    roots: Iterable[int],
+    *,
+    hurried: bool = True,
+    show_progress: bool = False,
+    max_states: int | None = None,
+    workers: int = 1,
+    scratch_dir: str | os.PathLike[str] | None = None,
+    warm: WarmStart | None = None,
+) -> StartFigures:
+    """`solve_from`'s figures at `roots` alone: the same values and
+    certificate, but no strategy is written or assembled and nothing is
+    stored, and with `hurried=False` no hurried play is computed, so the
+    outcome figures are those of the value solve's certified strategies
+    (where a side may stall they can include endless play). For the
+    further solves of a report, which read a start's figures only."""
+    roots = np.asarray(list(roots), dtype=np.int64)
+    if not hasattr(game, "progress_rank"):  # a whole-graph solve: its arrays are small enough to pick from
+        result = solve_from(game, roots, show_progress=show_progress, max_states=max_states, warm=warm)
+        at = np.array([result.index_of(int(code)) for code in roots], np.int64)
+        return StartFigures(
+            roots, result.values[at], result.p1_guarantee[at], result.p2_guarantee[at],
+            result.terminal_probability[at], result.unending_probability[at], result.ending_turns[at],
+            result.terminal_outcomes, result.num_states, result.bellman_residual, result.max_exploitability, True,
+            result.method, dict(result.timings),
+        )
+    timings: dict[str, float] = {}
+    layers = _enumerated(game, roots, timings, show_progress, max_states, workers, None, bytes_per_state(game, hurried))
+    assert not isinstance(layers, GameGraph)
+    clock = time.perf_counter()
+    with tqdm(desc="solving", total=sum(layer.states.size for layer in layers), unit=" states", delay=1.0,
+              disable=not show_progress) as bar:
+        figures = solve_layers_at(game, layers, roots, hurried=hurried, progress=bar.update, workers=workers,
+                                  scratch_dir=scratch_dir, warm=warm)
+    timings["solve"] = time.perf_counter() - clock
+    method = FOLDED_METHOD if any(layer.twin_of is not None for layer in layers) else LAYERED_METHOD
+    if not hurried:
+        method = method.split("; hurried strategies")[0] + "; exact best-response certificate (no hurried play)"
+    return StartFigures(
+        figures.states, figures.values, figures.p1_guarantee, figures.p2_guarantee, figures.terminal_probability,
+        figures.unending_probability, figures.ending_turns, terminal_outcomes(game), figures.num_states,
+        figures.bellman_residual, figures.max_exploitability, hurried, method, timings,
+    )
+
+
+def _enumerated(
+    game: StochasticGame, roots: np.ndarray, timings: dict[str, float], show_progress: bool, max_states: int | None,
+    workers: int, boundary: Boundary | None, per_state: int,
+) -> list[Layer] | GameGraph:
+    """The states reachable from `roots`: by rank (`enumerate_by_rank`) where
+    the game ranks its states, else its whole graph; `GraphTooLargeError`
+    past `max_states`, or by default past what fits in memory at `per_state`."""
     limit = max_states if max_states is not None else resources.states_that_fit(per_state)
     clock = time.perf_counter()
+    layers: list[Layer] | GameGraph
     with tqdm(desc="enumerating", unit=" states", delay=1.0, disable=not show_progress) as bar:
 
         def found(count: int) -> None:
@@ -135,7 +246,7 @@ def solve_from(
                     game, roots, progress=found, max_states=limit, workers=workers, boundary=boundary,
                 )
             else:
-                graph = build_graph(game, reachable_states(game, roots, progress=found, max_states=limit))
+                layers = build_graph(game, reachable_states(game, roots, progress=found, max_states=limit))
         except GraphTooLargeError:
             if max_states is not None:
                 raise
@@ -146,9 +257,7 @@ def solve_from(
                 " a state (--max-states sets another limit)"
             ) from None
     timings["enumerate"] = time.perf_counter() - clock
-    if hasattr(game, "progress_rank"):
-        return _solve_layers(game, layers, timings, show_progress, workers, scratch_dir, boundary, warm)
-    return _solve_graph(graph, game, timings, show_progress, warm)
+    return layers
 
 
 def _outcome_labels(source) -> dict:
