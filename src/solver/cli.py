@@ -385,10 +385,10 @@ def report_cluster(scheduler: str | None, rule_set: RuleSet):
         yield None
         return
     from .core.jobs import dask_client
-    from .report.solves import cluster_workers_for, solve_need
+    from .report.solves import cluster_workers_for, restricted_need
 
     with dask_client(scheduler) as client:
-        cluster_workers_for(client, solve_need(float(estimate_reachable(rule_set))))
+        cluster_workers_for(client, restricted_need(rule_set))  # the smallest further solve of the rules' size
         yield client
 
 

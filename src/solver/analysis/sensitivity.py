@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,6 +35,9 @@ from ..core.table_file import table_path
 from ..storage import default_cache_dir
 from ..summary import UNENDING, StartSummary, length_beyond, summarise_from
 from ..tables import WarmTable, cached_table, solve_to_boundary, warm_start, warn_on_stderr
+
+if TYPE_CHECKING:
+    from ..core.solve import StartFigures  # not imported at run time: it loads the compiled kernels
 
 START_BATTERY_READINGS = (0, 2)  # the French page and the English rulebook
 START_KEYS = ("start_battery", "start_disc")  # keys that change only the start position, not the game
@@ -236,14 +240,12 @@ def _rules_summary(job: VariantJob, started: float) -> VariantSummary:
     return VariantSummary.of(summary, time.perf_counter() - started, False, warm is not None, int(states))
 
 
-def figures_summary(figures, i: int) -> StartSummary:
+def figures_summary(figures: StartFigures, i: int) -> StartSummary:
     """The `StartSummary` of root `i` of `solve_start_figures`'s answer (no length distribution)."""
-    terminal = np.asarray(figures.terminal_probability[i], np.float64)
-    outcomes = {label: float(p) for label, p in zip(figures.terminal_labels, terminal)}
+    outcomes = {label: float(p) for label, p in zip(figures.terminal_labels, figures.terminal_probability[i])}
     outcomes[UNENDING] = float(figures.unending_probability[i])
-    ending = float(terminal.sum())
-    expected = float(figures.ending_turns[i]) / ending if ending > 0.0 else float("nan")
-    return StartSummary(float(figures.values[i]), outcomes, expected, np.zeros(0), figures.terminal_outcomes)
+    return StartSummary(float(figures.values[i]), outcomes, figures.expected_length(i), np.zeros(0),
+                        figures.terminal_outcomes)
 
 
 def summary_from(

@@ -24,10 +24,10 @@ interrupted report resumes where it left off. They run through
 Memory on a cluster: a solve's memory-mapped arrays count as its resident
 memory, and Dask's nanny kills a worker past 95% of its memory limit. So a
 solve goes only to workers whose limit holds a solve of its size (its
-estimated states times `LAYERED_BYTES_PER_STATE`) on each of their threads
-at once, or that have no limit; workers that hold none of the rules' size are
-left out with a one-line warning, and a cluster with none that does is
-refused (`cluster_workers_for`). A variant larger than any worker holds is
+estimated states times the bytes a state its kind of solve takes:
+`solve_need`) on each of their threads at once, or that have no limit;
+workers that hold none of the solves are left out with a one-line warning,
+and a cluster with none that holds one is refused (`cluster_workers_for`). A variant larger than any worker holds is
 listed as left out, with the reason."""
 
 from __future__ import annotations
@@ -56,7 +56,12 @@ from ..core.jobs import (
     workers_holding,
     writable_dir,
 )
-from ..core.resources import LAYERED_BYTES_PER_STATE, states_that_fit, usable_cores
+from ..core.resources import (
+    LAYERED_BYTES_PER_STATE,
+    LAYERED_VALUE_BYTES_PER_STATE,
+    states_that_fit,
+    usable_cores,
+)
 from ..summary import LENGTH_TURNS
 from ..tables import warm_table_of
 from .entries import variant_entry, variant_from
@@ -99,38 +104,49 @@ def plan_solves(
     have threads (`cluster_workers_for`; those left out are named through `log`)."""
     cards = [card for card in cards if results.get(restricted_key(card)) is None]
     variants = sorted((v for v in variants if results.get(variant_key(v)) is None), key=lambda v: v != first)
+    needs = solve_needs(rules, cards, variants)
     if client is not None:
-        fit = cluster_workers_for(client, solve_need(float(estimate_reachable(rules))), log)
+        fit = cluster_workers_for(client, min(needs, default=restricted_need(rules)), log)
         return SolvePlan(cards, variants, cluster_threads(fit), first=first,
                          where=f" on the Dask cluster at {client.scheduler.address}", cluster=fit)
-    estimates = [float(estimate_reachable(rules))] * bool(cards) + [_estimate(v) for v in variants]
-    return SolvePlan(cards, variants, solves_at_once(estimates, LAYERED_BYTES_PER_STATE, workers), first=first)
+    # The needs are in bytes: one byte "a state" makes `solves_at_once` compare them with the memory.
+    return SolvePlan(cards, variants, solves_at_once(needs, 1, workers), first=first)
 
 
-def solve_need(states: float) -> float:
-    """Bytes a solve of about `states` states needs at its peak (rank by rank)."""
-    return states * LAYERED_BYTES_PER_STATE
+def solve_need(states: float, hurried: bool = True) -> float:
+    """Bytes a solve of about `states` states needs at its peak (rank by rank; `hurried=False`: values alone)."""
+    return states * (LAYERED_BYTES_PER_STATE if hurried else LAYERED_VALUE_BYTES_PER_STATE)
+
+
+def restricted_need(rules: RuleSet) -> float:
+    """Bytes a restricted game of `rules` needs: its value alone, over about the rules' states."""
+    return solve_need(float(estimate_reachable(rules)), hurried=False)
+
+
+def solve_needs(rules: RuleSet, cards: Sequence[str], variants: Sequence[Variant]) -> list[float]:
+    """Bytes each solve needs, the restricted games of `cards` then `variants` (hurried play)."""
+    return [restricted_need(rules)] * len(cards) + [solve_need(_estimate(v)) for v in variants]
 
 
 def cluster_workers_for(client: Client, need: float, log: Log = lambda message: None) -> dict[str, dict]:
     """The workers of `client`'s cluster (`cluster_workers`) that can run a
-    solve needing `need` bytes on each of their threads at once (no memory
-    limit, or one that holds them: `jobs.workers_holding`); the others are
-    named in one line through `log`. `SchedulerError` if there are no
-    workers, or none that can."""
+    solve needing `need` bytes (the smallest of the solves) on each of their
+    threads at once (no memory limit, or one that holds them:
+    `jobs.workers_holding`); the others are named in one line through `log`.
+    `SchedulerError` if there are no workers, or none that can."""
     workers = cluster_workers(client)
     holding = set(workers_holding(workers, need))
     left_out = {address: info for address, info in workers.items() if address not in holding}
     if not holding:
         largest = max(left_out.values(), key=lambda info: memory_room(info) or 0.0)
         raise SchedulerError(
-            f"no Dask worker at {client.scheduler.address} can hold a further solve: each needs about"
+            f"no Dask worker at {client.scheduler.address} can hold a further solve: the smallest needs about"
             f" {need / 1e9:.1f} GB a thread, and the largest memory limit is {_limit_of(largest)}; start workers"
             " with more memory, fewer threads, or --memory-limit 0")
     if left_out:
         named = ", ".join(f"{info.get('name') or address} ({_limit_of(info)})" for address, info in left_out.items())
-        log(f"{len(left_out)} of {len(workers)} Dask workers left out, their memory limit too small for a further"
-            f" solve of about {need / 1e9:.1f} GB a thread: {named}")
+        log(f"{len(left_out)} of {len(workers)} Dask workers left out, their memory limit too small for any further"
+            f" solve (the smallest needs about {need / 1e9:.1f} GB a thread): {named}")
     return {address: info for address, info in workers.items() if address in holding}
 
 
@@ -225,12 +241,14 @@ def further_solves(
         keep(i, answer)
 
     if client is not None:
-        placement = _placement(rules, plan)
+        assert plan.cluster is not None
+        needs = solve_needs(rules, plan.cards, plan.variants)
+        placement = [workers_holding(plan.cluster, need) for need in needs]
         for i, where in enumerate(placement):
-            if not where:  # a variant larger than any worker holds: left out, as one too large to solve here
-                finished(i, Skipped(labels[i], f"no Dask worker's memory limit holds it (about"
-                                               f" {solve_need(_estimate(plan.variants[i - len(plan.cards)])) / 1e9:.1f}"
-                                               " GB a thread)"))
+            if not where:  # larger than any worker holds: left out, as one too large to solve here
+                why = f"no Dask worker's memory limit holds it (about {needs[i] / 1e9:.1f} GB a thread)"
+                finished(i, Skipped(labels[i], why) if i >= len(plan.cards) else
+                         RestrictedValue(plan.cards[i], float("nan"), why))
         sent = [i for i in range(len(jobs)) if i not in fresh]
         try:
             run_jobs(further_solve, [jobs[i] for i in sent], client=client, description="further solves",
@@ -247,7 +265,7 @@ def further_solves(
     for i, job in enumerate(jobs):
         if i not in fresh:
             plan.started(labels[i], log)
-            fresh[i] = further_solve(replace(job, **_alone(show_progress)))
+            fresh[i] = further_solve(replace(job, **_alone(job, show_progress)))
             keep(i, fresh[i])
     by_card = {job.card: fresh[i] for i, job in enumerate(jobs) if isinstance(job, RestrictedJob)}
     by_variant = {job.variant: fresh[i] for i, job in enumerate(jobs) if isinstance(job, VariantJob)}
@@ -255,14 +273,6 @@ def further_solves(
     kept = kept_variants([v for v in variants if v not in by_variant], results)
     return ([by_card[card] if card in by_card else kept_cards[card] for card in cards],
             [by_variant[v] if v in by_variant else kept[v] for v in variants])
-
-
-def _placement(rules: RuleSet, plan: SolvePlan) -> list[list[str]]:
-    """Per solve of `plan`, the workers of its cluster that hold it (`jobs.workers_holding`): every
-    worker of the plan for a restricted game (the rules' size), those that hold its size for a variant."""
-    assert plan.cluster is not None
-    everyone = list(plan.cluster)
-    return [everyone] * len(plan.cards) + [workers_holding(plan.cluster, solve_need(_estimate(v))) for v in plan.variants]
 
 
 def _given_up(lost: WorkersLostError, labels: Sequence[str]) -> WorkersLostError:
@@ -284,7 +294,7 @@ def time_left(elapsed: float, done: int, left: int) -> str:
         f"about {max(minutes, 1)} min left at this pace")
 
 
-def _alone(show_progress: bool) -> dict:
+def _alone(job: RestrictedJob | VariantJob, show_progress: bool) -> dict:
     """Options of a solve that runs by itself: every core, and the memory there is now."""
-    return {"workers": usable_cores(), "show_progress": show_progress,
-            "max_states": states_that_fit(LAYERED_BYTES_PER_STATE)}
+    per_state = LAYERED_VALUE_BYTES_PER_STATE if isinstance(job, RestrictedJob) else LAYERED_BYTES_PER_STATE
+    return {"workers": usable_cores(), "show_progress": show_progress, "max_states": states_that_fit(per_state)}
