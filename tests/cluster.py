@@ -20,10 +20,12 @@ NO_NANNY = ("--no-nanny",)
 @contextlib.contextmanager
 def dask_cluster(
     tmp_path: Path, workers: int = 2, worker_options: Sequence[str] = NO_NANNY, env: dict[str, str] | None = None,
+    each_worker: Sequence[Sequence[str]] = (),
 ) -> Iterator[tuple[str, dict[str, subprocess.Popen]]]:
     """A `dask scheduler` and `workers` single-threaded `dask worker` processes
     on loopback, each worker with `worker_options` (by default no nanny, so a
-    worker's pid is the worker) and `env` on top of this process's. Yields
+    worker's pid is the worker), then `each_worker[i]` for worker i (if given),
+    and `env` on top of this process's. Yields
     the scheduler address and the worker processes by name; its log is
     tmp_path/dask.log."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]), **(env or {})}
@@ -45,7 +47,8 @@ def dask_cluster(
         for i in range(workers):
             named[f"w{i}"] = subprocess.Popen(
                 [str(DASK), "worker", address, "--name", f"w{i}", "--nworkers", "1", "--nthreads", "1",
-                 "--host", "127.0.0.1", *worker_options, *common], env=env, stdout=log, stderr=log,
+                 "--host", "127.0.0.1", *worker_options, *(each_worker[i] if i < len(each_worker) else ()), *common],
+                env=env, stdout=log, stderr=log,
             )
             procs.append(named[f"w{i}"])
         from distributed import Client

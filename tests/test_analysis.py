@@ -9,17 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dict_game import LOSS, WIN, DictGame
 from reference import skill_gap
 from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import held_bonus_counts, initial_position
-from solver.analysis.card_status import card_flags
+from solver.analysis.card_status import card_flags, legal_row_actions
 from solver.analysis.draws import draw_values, table_draw_values
 from solver.analysis.policy_play import PolicyPlay, play_figures, table_policy
 from solver.analysis.policy_ranks import policy_games
 from solver.analysis.positions import annotated_positions
-from solver.analysis.restricted import RestrictedJob, WithoutRowAction, value_without
+from solver.analysis.restricted import RestrictedJob, WithoutRowAction, cards_p1_plays, unplayed_values, value_without
 from solver.analysis.sensitivity import longer_board, sensitivity_variants, shorter_board, summary_from
 from solver.analysis.skill_gap import greedy_policy, play_mirrors, table_skill_gap, uniform_policy
 from solver.analysis.usage import CardStatus, card_usage, statuses, table_card_usage
@@ -407,3 +408,92 @@ def test_a_policy_games_cells_hold_each_next_state_once_with_the_policies_weight
 
 def _starts(counts):
     return np.concatenate([[0], np.cumsum(counts)[:-1]])
+
+
+# ---- what the report's further solves compute
+
+
+def _played_by_p1_on_the_whole_graph(game, result, start: int) -> set[int]:
+    """The cards P1's strategy plays where its play reaches, read off the whole graph state by state (the reference)."""
+    g = build_graph(game, result.states)
+    seen, todo, played = {start}, [start], set()
+    while todo:
+        s = todo.pop()
+        for r in range(g.row_ptr[s], g.row_ptr[s + 1]):
+            if result.row_strategy[r] <= 0:
+                continue
+            played.add(int(g.row_actions[r]))
+            n = g.col_ptr[s + 1] - g.col_ptr[s]
+            first_cell = g.cell_ptr[s] + (r - g.row_ptr[s]) * n
+            for cell in range(first_cell, first_cell + n):
+                for nxt in g.out_next[g.out_ptr[cell] : g.out_ptr[cell + 1]]:
+                    if nxt >= 0 and nxt not in seen:
+                        seen.add(int(nxt))
+                        todo.append(int(nxt))
+    return played
+
+
+def test_the_cards_p1_plays_are_those_of_the_whole_graph(solved):
+    rules, game, result, start = solved
+    played = cards_p1_plays(game, result, int(result.states[start]))
+    assert set(np.flatnonzero(played)) == _played_by_p1_on_the_whole_graph(game, result, start)
+
+
+# P1's "a" wins unless P2 answers "y", then wins 60%; "b" is a coin toss; "c" always loses, and is
+# P1's only card after ("b", "y"), which P1 never plays. Optimal play: "a" (value 0.6), never "b" or "c".
+DOMINATED = DictGame({
+    0: {(0, 0): [(1.0, WIN)], (0, 1): [(1.0, 1)], (1, 0): [(0.5, WIN), (0.5, LOSS)], (1, 1): [(1.0, 2)],
+        (2, 0): [(1.0, LOSS)], (2, 1): [(1.0, LOSS)]},
+    1: {(0, 0): [(0.6, WIN), (0.4, LOSS)], (2, 0): [(1.0, LOSS)]},
+    2: {(2, 0): [(0.5, WIN), (0.5, LOSS)]},
+}, ["a", "b", "c"])
+
+
+def test_a_card_p1_never_plays_is_not_solved_and_has_the_restricted_games_value():
+    result = solve_from(DOMINATED, [0], show_progress=False)
+    unplayed = unplayed_values(DOMINATED, result, 0, ["a", "b", "c"])
+    assert [v.card for v in unplayed] == ["b", "c"] and all(v.unplayed for v in unplayed)
+    for shortcut in unplayed:
+        barred = solve_from(WithoutRowAction(DOMINATED, DOMINATED.action_labels.index(shortcut.card)), [0],
+                            show_progress=False)
+        assert shortcut.value == result.values[0] == pytest.approx(0.6, abs=1e-9)
+        assert abs(barred.values[barred.index_of(0)] - shortcut.value) <= 1e-9, shortcut.card
+    # The card P1 plays is solved, and barring it does change the value.
+    barred = solve_from(WithoutRowAction(DOMINATED, 0), [0], show_progress=False)
+    assert barred.values[barred.index_of(0)] == pytest.approx(0.5, abs=1e-9)
+
+
+def test_every_card_of_the_tiny_rules_is_played_by_p1_so_each_is_solved(solved):
+    rules, game, result, start = solved
+    cards = [game.action_labels[a] for a in legal_row_actions(result)]
+    assert unplayed_values(game, result, int(result.states[start]), cards) == []
+
+
+def _rule_set_variant(rules: RuleSet):
+    """A variant of `rules` that is a rule set of its own (a cost one up)."""
+    return next(v for v in sensitivity_variants(rules)[0] if v.key.startswith("cost.") and v.step > 0)
+
+
+def test_a_variant_gives_its_tables_figures_and_stores_no_table(tmp_path):
+    from solver.analysis.sensitivity import VariantJob, summarise_variant
+    from solver.summary import LENGTH_TURNS, summarise_start
+    from solver.tables import solved_table
+
+    variant = _rule_set_variant(apply_overrides(RuleSet(), TINY))
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    plain = summarise_variant(VariantJob(variant, str(jobs)))
+    with_length = summarise_variant(VariantJob(variant, str(jobs), length_turns=LENGTH_TURNS))
+    assert list(jobs.iterdir()) == []  # neither stored a table
+    table = solved_table(variant.rules, tmp_path / "tables")  # the path a variant took before: a stored table
+    expected = summarise_start(table, LENGTH_TURNS)
+    for got in (plain, with_length):
+        assert not got.reused and got.states == table.result.num_states
+        assert got.value == pytest.approx(expected.value, abs=1e-9)
+        assert got.outcomes == pytest.approx(expected.outcomes, abs=1e-9)
+        assert got.expected_length == pytest.approx(expected.expected_length, abs=1e-9)
+    assert plain.length_pmf == ()
+    np.testing.assert_allclose(with_length.length_pmf, expected.length_pmf, atol=1e-12)
+    # A table stored already (by `solve`, or an earlier report) is read, not solved again.
+    again = summarise_variant(VariantJob(variant, str(tmp_path / "tables"), length_turns=LENGTH_TURNS))
+    assert again.reused and again.value == expected.value and again.length_pmf == tuple(expected.length_pmf)

@@ -106,7 +106,7 @@ def test_findings_split_ties_from_values_that_differ():
     from solver.report.render import findings
 
     def box(*values):
-        restricted = [RestrictedValue(f"c{i}", v, v) for i, v in enumerate(values)]
+        restricted = [RestrictedValue(f"c{i}", v) for i, v in enumerate(values)]
         summary = SimpleNamespace(by=lambda kind: 0.0)
         return findings(SimpleNamespace(restricted=restricted, variants=[], usage=None, summary=summary))
 
@@ -506,7 +506,7 @@ def test_a_dead_solve_process_leaves_the_rest_of_the_queue_to_run_one_at_a_time(
     results = ResultsCache(tmp_path, "rules")
     plan = solves.SolvePlan(["spark", "charge"], list(variants), at_once=2)
 
-    def first_answer_then_a_dead_process(work, jobs, *, workers, client, on_answer, **options):
+    def first_answer_then_a_dead_process(work, jobs, *, workers, on_answer, client=None, **options):
         assert workers == 2 and client is None
         assert [type(job).__name__ for job in jobs] == ["RestrictedJob"] * 2 + ["VariantJob"] * 2
         on_answer(0, work(jobs[0]))
@@ -613,3 +613,27 @@ def test_a_phase_not_solved_exactly_is_shown_as_labelled_bounds(running_report):
     assert "bounds 0.5425 to 1.0000 (H = 3)" in section
     assert "exact: 0" in re.sub(r"\s+", " ", section) and "given as bounds: 1" in section
     assert "the phases play meets most often" in section
+
+
+def test_a_card_p1_never_plays_is_shown_with_the_rules_value_and_not_solved(tmp_path, monkeypatch):
+    """Where P1's play never uses a card (none of SMALL's: the shortcut is stood in for here), its
+    restricted game is not solved; the page says so, and a second report reads it from the cache."""
+    import solver.report.build as build
+    from rules.charge_spark.config import RuleSet, apply_overrides
+    from solver.analysis.restricted import RestrictedValue
+    from solver.report.render import render_report
+
+    rules = apply_overrides(RuleSet(), [SMALL[i + 1] for i in range(0, len(SMALL), 2)])
+    monkeypatch.setattr(build, "unplayed_values",
+                        lambda game, result, start, cards: [RestrictedValue("move", 0.25, unplayed=True)])
+    said: list[str] = []
+    first = build.build_report(rules, tmp_path, sections=STRENGTH_ONLY, workers=1, log=said.append)
+    assert "P1 may not play move" not in "\n".join(said) and "P1 may not play spark" in "\n".join(said)
+    assert [x.card for x in first.restricted if x.unplayed] == ["move"]
+    assert "P1 may not play move" not in [part.part for part in first.made]
+    html = render_report(first)
+    assert re.search(r"<td class=.text.>move</td><td>0\.2500</td><td>[^<]*</td>\s*<td>not solved: P1's optimal"
+                     r" play never uses it</td>", html)
+    again = build.build_report(rules, tmp_path, sections=STRENGTH_ONLY, workers=1)
+    assert [(x.card, x.value, x.unplayed) for x in again.restricted] == [
+        (x.card, x.value, x.unplayed) for x in first.restricted]

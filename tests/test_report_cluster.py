@@ -4,6 +4,7 @@ before anything is written."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -98,7 +99,7 @@ def test_workers_are_for_the_local_solves_only():
 
 
 class FakeClient:
-    """What `cluster_slots` asks of a client: its workers as the scheduler tells them."""
+    """What `cluster_workers_for` asks of a client: its workers as the scheduler tells them."""
 
     def __init__(self, workers: dict[str, dict]) -> None:
         self.workers = workers
@@ -112,15 +113,78 @@ class FakeClient:
         return {"workers": self.workers}
 
 
-def test_a_cluster_whose_workers_police_memory_is_refused_and_one_without_is_counted():
-    from solver.core.jobs import SchedulerError
-    from solver.report.solves import cluster_slots
+GB = 10**9
 
-    unlimited = {"tcp://a:1": {"name": "a", "nthreads": 1, "memory_limit": 0},
-                 "tcp://b:1": {"name": "b", "nthreads": 2, "memory_limit": None}}
-    assert cluster_slots(FakeClient(unlimited)) == 3
-    limited = {**unlimited, "tcp://c:1": {"name": "c", "nthreads": 1, "memory_limit": 8 * 10**9}}
-    with pytest.raises(SchedulerError, match=r"1 of 3 Dask workers .* \(worker c: 8.0 GB\).*--memory-limit 0"):
-        cluster_slots(FakeClient(limited))
+
+def test_workers_whose_memory_limit_holds_a_solve_on_every_thread_take_it():
+    from solver.core.jobs import workers_holding
+
+    workers = {"tcp://a:1": {"name": "a", "nthreads": 1, "memory_limit": 0},  # no limit
+               "tcp://b:1": {"name": "b", "nthreads": 2, "memory_limit": 10 * GB},  # 2 x 4 GB under 95% of 10 GB
+               "tcp://c:1": {"name": "c", "nthreads": 3, "memory_limit": 10 * GB},  # 3 x 4 GB is not
+               "tcp://d:1": {"name": "d", "nthreads": 1, "memory_limit": 4 * GB}}  # 4 GB is over 95% of 4 GB
+    assert workers_holding(workers, 4 * GB) == ["tcp://a:1", "tcp://b:1"]
+    assert workers_holding(workers, 3 * GB) == ["tcp://a:1", "tcp://b:1", "tcp://c:1", "tcp://d:1"]
+
+
+def test_workers_too_small_are_left_out_in_one_line_and_a_cluster_with_none_that_holds_a_solve_is_refused():
+    from solver.core.jobs import SchedulerError, cluster_threads
+    from solver.report.solves import cluster_workers_for
+
+    workers = {"tcp://a:1": {"name": "a", "nthreads": 1, "memory_limit": None},
+               "tcp://b:1": {"name": "b", "nthreads": 2, "memory_limit": 10 * GB},
+               "tcp://c:1": {"name": "c", "nthreads": 1, "memory_limit": 2 * GB}}
+    said: list[str] = []
+    fit = cluster_workers_for(FakeClient(workers), 4 * GB, said.append)
+    assert list(fit) == ["tcp://a:1", "tcp://b:1"] and cluster_threads(fit) == 3
+    assert said == ["1 of 3 Dask workers left out, their memory limit too small for any further solve (the smallest"
+                    " needs about 4.0 GB a thread): c (2.0 GB for 1 thread)"]
+    said.clear()
+    assert list(cluster_workers_for(FakeClient(workers), 1 * GB, said.append)) == list(workers) and said == []
+    small = {address: info for address, info in workers.items() if address != "tcp://a:1"}
+    with pytest.raises(SchedulerError, match=r"^no Dask worker at tcp://10.0.0.5:8786 can hold a further solve: the"
+                       r" smallest needs about 6.0 GB a thread, and the largest memory limit is 10.0 GB for 2 threads; "):
+        cluster_workers_for(FakeClient(small), 6 * GB)
     with pytest.raises(SchedulerError, match="has no workers"):
-        cluster_slots(FakeClient({}))
+        cluster_workers_for(FakeClient({}), GB)
+
+
+def worker_tasks(address: str) -> dict[str, int]:
+    """Tasks each worker of the cluster at `address` has run, by worker name."""
+    from distributed import Client
+
+    def executed(dask_worker) -> int:
+        return int(dask_worker.state.executed_count)
+
+    with Client(address, timeout="30s") as client:
+        info = client.scheduler_info(n_workers=-1)["workers"]
+        return {info[w]["name"]: n for w, n in client.run(executed).items()}
+
+
+@pytest.mark.slow
+def test_a_worker_whose_memory_limit_is_too_small_is_left_out_and_the_others_take_the_solves(tmp_path, monkeypatch):
+    """Two workers with Dask's memory limits (as `dask worker` starts by default): a solve's
+    need set, for the test, between them; a variant larger than the larger one is left out."""
+    from rules.charge_spark.size import estimate_reachable
+    from solver.analysis.sensitivity import sensitivity_variants, variant_key
+    from solver.report import solves
+
+    rules = apply_overrides(RuleSet(), [TINY[i + 1] for i in range(0, len(TINY), 2)])
+    per_state = int(2.5 * GB / estimate_reachable(rules))  # the rules' solve: 2.5 GB
+    monkeypatch.setattr(solves, "LAYERED_BYTES_PER_STATE", per_state)
+    monkeypatch.setattr(solves, "LAYERED_VALUE_BYTES_PER_STATE", per_state)
+    limits = {"w0": ["--memory-limit", "4GB"], "w1": ["--memory-limit", "2GB"]}
+    with dask_cluster(tmp_path, each_worker=list(limits.values())) as (address, _):
+        result = run("report", *TINY, *SECTIONS, "--scheduler", address, "--out", str(tmp_path / "r.html"),
+                     "--cache-dir", str(tmp_path / "cache"))
+        assert result.exit_code == 0, result.output
+        ran = worker_tasks(address)
+    assert re.search(r"1 of 2 Dask workers left out, their memory limit too small for any further solve \(the smallest"
+                     r" needs about 2\.[2-5] GB a thread\): w1 \(2\.0 GB for 1 thread\)", result.stderr)
+    assert ran["w1"] == 0  # left out
+    # The longer board (about 4.7 times the rules' states) is more than w0 holds: left out, with the reason.
+    assert re.search(r"<li>board S\.M \(SM\): no Dask worker&#39;s memory limit holds it \(about 1[0-9]\.[0-9] GB a"
+                     r" thread\)</li>", (tmp_path / "r.html").read_text())
+    solved = {key: entry for key, entry in further_answers(tmp_path / "cache").items() if not entry.get("unplayed")}
+    longer = next(v for v in sensitivity_variants(rules)[0] if v.key == "board" and v.step > 0)
+    assert len(solved) == ran["w0"] > 10 and variant_key(longer) not in solved

@@ -330,7 +330,8 @@ def explore(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ..
               help="Solves run at once (default 2, fewer when that many would not fit in memory together).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Run the further solves (restricted games, rule variants) on this Dask scheduler's workers, e.g."
-                   " tcp://10.0.0.5:8786, started with --memory-limit 0; the rest runs here.")
+                   " tcp://10.0.0.5:8786; a worker whose memory limit cannot hold a solve is left out. The rest"
+                   " runs here.")
 @click.option("--sections", "section_names", default=None, metavar="NAME,...",
               help="Only these sections (headline, usage, strength, sensitivity, positions, skill; the headline is"
                    " always in); the report says which it leaves out. Default: all.")
@@ -353,7 +354,7 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
         raise click.UsageError("--workers sizes the solves run here; a --scheduler's cluster has its own")
     rule_set = rules_in_force(rules_file, overrides)
     # Connected (and its workers checked) before anything is written: an unusable cluster leaves no trace.
-    client = ctx.with_resource(report_cluster(scheduler))
+    client = ctx.with_resource(report_cluster(scheduler, rule_set))
     path = Path(output) if output else default_report_path(rule_set)
     if not output:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -378,16 +379,16 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
 
 
 @contextlib.contextmanager
-def report_cluster(scheduler: str | None):
-    """A client of the Dask cluster at `scheduler` whose workers suit the report's solves (None without one)."""
+def report_cluster(scheduler: str | None, rule_set: RuleSet):
+    """A client of the Dask cluster at `scheduler`, some of whose workers hold the report's solves (None without one)."""
     if scheduler is None:
         yield None
         return
     from .core.jobs import dask_client
-    from .report.solves import cluster_slots
+    from .report.solves import cluster_workers_for, restricted_need
 
     with dask_client(scheduler) as client:
-        cluster_slots(client)
+        cluster_workers_for(client, restricted_need(rule_set))  # the smallest further solve of the rules' size
         yield client
 
 

@@ -1,10 +1,16 @@
 """Restricted play: the game in which P1 may not play one action, solved
-through a wrapper that filters P1's actions (the rules engine is untouched)."""
+through a wrapper that filters P1's actions (the rules engine is untouched).
+
+Only its certified value at the start is wanted, so the solve assembles no
+strategies and stores nothing (`solve_start_figures`, unhurried). A card that
+P1's strategy in the rules' own table never plays where its play reaches
+needs no solve at all: the restricted value is the rules' (`unplayed_values`)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -12,8 +18,9 @@ from rules.charge_spark.config import RuleSet
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 
-from ..core.outcome import Seat
+from ..core.graph import distinct_sorted, expansion_of, segment_positions
 from ..core.protocol import Expansion, StochasticGame
+from ..core.result import SolveResult
 from ..tables import WarmTable, warm_start, warn_on_stderr
 from .wrapped import WrappedGame
 
@@ -59,17 +66,29 @@ class WithoutRowAction(WrappedGame):
 class RestrictedValue:
     card: str
     value: float
-    """Value at the start (to P1) when P1 may not play `card`."""
-    p1_win: float
-    """P(P1 wins) under the restricted game's reported strategies."""
+    """Value at the start (to P1) when P1 may not play `card`: certified, as the rules' own."""
     error: str | None = None
-    """Why the restricted game could not be solved (the numbers are then nan)."""
+    """Why the restricted game could not be solved (the value is then nan)."""
     seconds: float | None = None
-    """What the solve took (None where an earlier version kept no time)."""
+    """What the solve took (None where an earlier version kept no time, or nothing was solved)."""
     warm_started: bool = False
     """Whether the solve started from the values of `RestrictedJob.warm_from` (same answer, sooner)."""
     states: int | None = None
-    """States the restricted game's solve covered (None where an earlier version kept none)."""
+    """States the restricted game's solve covered (None where an earlier version kept none, or nothing was solved)."""
+    unplayed: bool = False
+    """Not solved: P1's strategy in the rules' table never plays the card where its play reaches,
+    so the value is the rules' (`unplayed_values`)."""
+
+    @classmethod
+    def from_entry(cls, card: str, entry: dict) -> RestrictedValue:
+        """What the results cache kept (the figures an earlier version kept beside them, such as a
+        win chance of strategies no longer reported, left out)."""
+        known = {f.name for f in fields(cls)} - {"card"}
+        return cls(card, **{key: value for key, value in entry.items() if key in known})
+
+    def entry(self) -> dict:
+        """What the results cache keeps of a restricted game that was had (`from_entry` reads it back)."""
+        return {"value": self.value, "seconds": self.seconds, "states": self.states, "unplayed": self.unplayed}
 
 
 @dataclass(frozen=True)
@@ -91,11 +110,11 @@ def value_without(job: RestrictedJob) -> RestrictedValue:
     try:
         return _value_without(job)
     except Exception as error:  # noqa: BLE001 - shown in the report rather than losing every other card
-        return RestrictedValue(job.card, float("nan"), float("nan"), f"{type(error).__name__}: {error}")
+        return RestrictedValue(job.card, float("nan"), f"{type(error).__name__}: {error}")
 
 
 def _value_without(job: RestrictedJob) -> RestrictedValue:
-    from ..core.solve import solve_from
+    from ..core.solve import solve_start_figures
 
     started = time.perf_counter()
     game = ChargeSparkGame(job.rules)
@@ -103,11 +122,77 @@ def _value_without(job: RestrictedJob) -> RestrictedValue:
     restricted = WithoutRowAction(game, game.action_labels.index(job.card))
     # Barring a card only lowers P1's values: the rules' own are estimates from above.
     warm = warm_start(job.warm_from, restricted, warn_on_stderr)
-    result = solve_from(
-        restricted, [start], show_progress=job.show_progress, workers=job.workers, max_states=job.max_states,
-        warm=warm,
+    # Unhurried: only the value is wanted, and it is the same under any optimal strategies.
+    figures = solve_start_figures(
+        restricted, [start], hurried=False, show_progress=job.show_progress, workers=job.workers,
+        max_states=job.max_states, warm=warm,
     )
+    return RestrictedValue(job.card, float(figures.values[0]), seconds=time.perf_counter() - started,
+                           warm_started=warm is not None, states=int(figures.num_states))
+
+
+def unplayed_values(
+    game: StochasticGame, result: SolveResult, start: int, cards: Sequence[str],
+) -> list[RestrictedValue]:
+    """The restricted values of the cards of `cards` that P1's strategy in the
+    solved `result` (the rules' own table) never plays anywhere its play can
+    reach from the state coded `start`: each is the rules' value there, with no solve.
+
+    Why: that strategy never plays the card, so it is a strategy of the
+    restricted game too, and against every P2 strategy it plays out exactly as
+    in the rules' game: it guarantees P1 what it guarantees there (the value,
+    to the table's certificate). Barring a card only takes options from P1, so
+    the restricted value is no higher than the rules'. `WithoutRowAction`
+    leaves the card allowed where it is P1's only card, which changes neither
+    half: P1's options there are still those of the rules' game, and the
+    strategy, which must play a state's only card, reaches no such state."""
+    ids = {game.action_labels.index(card): card for card in cards}
+    played = cards_p1_plays(game, result, start, stop_when=list(ids))
     i = result.index_of(start)
-    return RestrictedValue(job.card, float(result.values[i]), result.win_probability(i, Seat.P1),
-                           seconds=time.perf_counter() - started, warm_started=warm is not None,
-                           states=int(result.num_states))
+    return [RestrictedValue(card, float(result.values[i]), unplayed=True) for a, card in ids.items() if not played[a]]
+
+
+def cards_p1_plays(
+    game: StochasticGame, result: SolveResult, start: int, stop_when: Sequence[int] = (), chunk: int = 1 << 16,
+) -> np.ndarray:
+    """Per action id, whether P1's strategy in `result` plays it (with positive
+    weight) at some state its play reaches from the state coded `start`: P1's
+    cards of positive weight, every card of P2's, every chance outcome.
+
+    Breadth first, frontier by frontier, the table read only at the states
+    reached (it may be memory-mapped and far larger than memory); stops as
+    soon as every action of `stop_when` is found played (the rest are then
+    not all known)."""
+    played = np.zeros(len(game.action_labels), bool)
+    watched = np.asarray(stop_when, np.int64)
+    reached = np.zeros(result.num_states, bool)
+    frontier = np.array([result.index_of(start)], np.int64)
+    reached[frontier] = True
+    while frontier.size and not (watched.size and played[watched].all()):
+        found = []
+        for lo in range(0, frontier.size, chunk):
+            nxt = _p1_successors(game, result, frontier[lo : lo + chunk], played)
+            at = np.searchsorted(result.states, nxt)
+            if at.size and (at.max() >= result.num_states or np.any(result.states[at] != nxt)):
+                raise KeyError("a state P1's play reaches is missing from the table")
+            found.append(at[~reached[at]])
+        frontier = distinct_sorted(np.concatenate(found))
+        reached[frontier] = True
+    return played
+
+
+def _p1_successors(game: StochasticGame, result: SolveResult, index: np.ndarray, played: np.ndarray) -> np.ndarray:
+    """Codes of the states one turn leads to from the table's states at `index`
+    through a card P1's strategy plays there (any card of P2's, any chance
+    outcome), distinct and sorted; marks those cards in `played`."""
+    codes = np.asarray(result.states[index])
+    e = expansion_of(game, codes)
+    at = segment_positions(result.row_ptr, index)
+    if not np.array_equal(np.asarray(result.row_actions[at]), e["row_actions"]):
+        raise ValueError("the table's actions differ from the game's: a table of other rules?")
+    row_played = np.asarray(result.row_strategy[at]) > 0
+    played[e["row_actions"][row_played]] = True
+    # Cells are row-major: each row of a state has that state's col_count cells.
+    cell_played = np.repeat(row_played, np.repeat(e["col_count"], e["row_count"]))
+    nxt = e["out_next"][np.repeat(cell_played, e["out_count"])]
+    return distinct_sorted(nxt[nxt >= 0])

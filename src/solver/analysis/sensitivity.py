@@ -4,27 +4,40 @@ The variants are built from the rules in force (the report's baseline): each
 printed cost and damage one up and one down, the other start-battery reading,
 the board one space shorter and longer, the other Recovery reading, and a
 handicap (P1 starts one Health down), which is a start position, not a rule
-set. A variant the rules refuse is listed with the reason."""
+set. A variant the rules refuse is listed with the reason.
+
+A variant needs its start's value, how its games end and how long they last,
+under hurried play: it is solved for those figures alone (`solve_start_figures`),
+no strategies assembled and no table stored. The one variant whose length
+distribution the report reads is solved whole, held in memory, not stored."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RulesError, RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
+from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 
 from ..core.boundary import Boundary
 from ..core.graph import GraphTooLargeError
 from ..core.outcome import Outcome, Seat, kind_probability, win_probability
+from ..core.resources import LAYERED_BYTES_PER_STATE
 from ..core.table_file import table_path
 from ..storage import default_cache_dir
-from ..summary import StartSummary, length_beyond, summarise_from, summarise_start
-from ..tables import WarmTable, solve_to_boundary, solved_table, warn_on_stderr
+from ..summary import UNENDING, StartSummary, length_beyond, summarise_from
+from ..tables import WarmTable, cached_table, solve_to_boundary, warm_start, warn_on_stderr
+
+if TYPE_CHECKING:
+    from ..core.solve import StartFigures  # not imported at run time: it loads the compiled kernels
 
 START_BATTERY_READINGS = (0, 2)  # the French page and the English rulebook
 START_KEYS = ("start_battery", "start_disc")  # keys that change only the start position, not the game
@@ -192,17 +205,47 @@ def _summary(job: VariantJob) -> VariantSummary:
         ), warn_on_stderr)
         return VariantSummary.of(summary, time.perf_counter() - started, False)
     if variant.start is None:
-        # Mapped: once stored, the solve's own arrays are let go; the summary reads one state of the table.
-        table = solved_table(
-            variant.rules, job.cache_dir, workers=job.workers, show_progress=job.show_progress,
-            max_states=job.max_states, warn=warn_on_stderr, mapped=True, warm=job.warm_from,
-        )
-        summary = summarise_start(table, max_turns=job.length_turns)
-        return VariantSummary.of(summary, time.perf_counter() - started, table.reused, table.warm_started,
-                                 int(table.result.num_states))
+        return _rules_summary(job, started)
     summary = summary_from(variant.rules, variant.start, job.length_turns, workers=job.workers,
                            show_progress=job.show_progress, max_states=job.max_states)
     return VariantSummary.of(summary, time.perf_counter() - started, False)
+
+
+def _rules_summary(job: VariantJob, started: float) -> VariantSummary:
+    """The summary of a rule-set variant at its start: from its table where one is
+    stored already (solved by an earlier run, or by `solve`), else solved now,
+    storing nothing."""
+    rules = job.variant.rules
+    game = ChargeSparkGame(rules)
+    code = game.encode(initial_position(rules))
+    key = fingerprint(rules)
+    path = table_path(Path(job.cache_dir) if job.cache_dir else default_cache_dir(), key)
+    stored = cached_table(path, key, warn_on_stderr, mapped=True) if path.is_file() else None
+    if stored is not None:
+        summary = summarise_from(game, stored, code, job.length_turns)
+        return VariantSummary.of(summary, time.perf_counter() - started, True, states=stored.num_states)
+    from ..core.solve import refuse_if_estimate_too_large, solve_from, solve_start_figures
+
+    refuse_if_estimate_too_large(estimate_reachable(rules), "from the start", job.max_states, LAYERED_BYTES_PER_STATE)
+    warm = warm_start(job.warm_from, game, warn_on_stderr)
+    options = {"show_progress": job.show_progress, "workers": job.workers, "max_states": job.max_states, "warm": warm}
+    if job.length_turns > 0:
+        # The length distribution follows play through the strategies of every state it reaches:
+        # a whole solve, held (memory-mapped) only while it is read.
+        result = solve_from(game, [code], **options)
+        summary, states = summarise_from(game, result, code, job.length_turns), result.num_states
+    else:
+        figures = solve_start_figures(game, [code], hurried=True, **options)
+        summary, states = figures_summary(figures, 0), figures.num_states
+    return VariantSummary.of(summary, time.perf_counter() - started, False, warm is not None, int(states))
+
+
+def figures_summary(figures: StartFigures, i: int) -> StartSummary:
+    """The `StartSummary` of root `i` of `solve_start_figures`'s answer (no length distribution)."""
+    outcomes = {label: float(p) for label, p in zip(figures.terminal_labels, figures.terminal_probability[i])}
+    outcomes[UNENDING] = float(figures.unending_probability[i])
+    return StartSummary(float(figures.values[i]), outcomes, figures.expected_length(i), np.zeros(0),
+                        figures.terminal_outcomes)
 
 
 def summary_from(

@@ -25,8 +25,9 @@ Dask's memory management polices a worker's resident memory, and a job's
 memory-mapped arrays count in it (file pages the system could drop count the
 same as its own): a worker with a memory limit pauses at 80% of it and its
 nanny kills it at 95% (Dask's defaults), whatever of that is mapped tables.
-`memory_limits(cluster_workers(client))` tells which workers have one, for
-callers whose jobs map large files to refuse them.
+`workers_holding(cluster_workers(client), need)` tells which workers can run
+jobs of `need` bytes on every thread at once under that; `run_jobs`'s
+`placement` keeps each job to such workers.
 """
 
 from __future__ import annotations
@@ -131,6 +132,28 @@ def cluster_threads(workers: dict[str, dict]) -> int:
     return sum(int(info.get("nthreads") or 1) for info in workers.values())
 
 
+def memory_room(info: dict) -> float | None:
+    """Bytes a worker of `cluster_workers` (its account `info`) may hold before
+    its nanny kills it (its memory limit times Dask's `terminate` share; the
+    whole limit where that is off); None if it has no limit."""
+    import dask
+
+    limit = int(info.get("memory_limit") or 0)
+    if not limit:
+        return None
+    share = dask.config.get("distributed.worker.memory.terminate", 0.95)
+    return limit * float(share) if share else float(limit)
+
+
+def workers_holding(workers: dict[str, dict], need: float) -> list[str]:
+    """The addresses of the workers of `cluster_workers` that can run a job
+    needing `need` bytes on each of their threads at once: those with no
+    memory limit, and those whose `memory_room` holds that many such jobs
+    (Dask runs one a thread, whatever their memory)."""
+    return [address for address, info in workers.items()
+            if (room := memory_room(info)) is None or int(info.get("nthreads") or 1) * need <= room]
+
+
 def memory_limits(workers: dict[str, dict]) -> dict[str, int]:
     """The workers of `cluster_workers` whose memory Dask polices, by name (or
     address), each with its limit in bytes; a worker started with
@@ -146,13 +169,15 @@ def run_jobs(
     work: Callable[[Job], Answer], jobs: Sequence[Job], *, workers: int | None = None, client: Client | None = None,
     description: str = "solving", unit: str = " solves", show_progress: bool = False,
     on_answer: Callable[[int, Answer], None] | None = None, retries: int = 0,
+    placement: Sequence[Sequence[str] | None] | None = None,
 ) -> list[Answer]:
     """`[work(job) for job in jobs]`, answers in job order, each handed to
     `on_answer(i, answer)` as it comes (in the order they finish), so that the
     caller can keep it at once.
 
     With `client`, on its Dask cluster (`retries`: more attempts for a job
-    that raises); else in up to `workers` local processes (default: one per
+    that raises; `placement`: per job, the addresses of the only workers that
+    may run it, or None for any, e.g. from `workers_holding`); else in up to `workers` local processes (default: one per
     core), or in this process when there is one worker or one job. `work`
     must be a module-level function (workers import it by name) and the jobs
     must pickle: each carries all its worker needs. A job that raises stops
@@ -172,7 +197,7 @@ def run_jobs(
 
         workers = workers or usable_cores()
         if client is not None:
-            _on_cluster(client, work, jobs, keep, retries)
+            _on_cluster(client, work, jobs, keep, retries, placement or [None] * len(jobs))
         elif workers == 1 or len(jobs) <= 1:
             for i, job in enumerate(jobs):
                 keep(i, work(job))
@@ -215,14 +240,18 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         process.terminate()
 
 
-def _on_cluster(client: Client, work: Callable, jobs: list, keep: Callable[[int, Any], None], retries: int) -> None:
+def _on_cluster(
+    client: Client, work: Callable, jobs: list, keep: Callable[[int, Any], None], retries: int,
+    placement: Sequence[Sequence[str] | None],
+) -> None:
     from distributed import as_completed as completed
     from distributed.scheduler import KilledWorker
 
     token = uuid.uuid4().hex[:8]  # keys unique to this run, on a cluster other clients share
     name = getattr(work, "__name__", "job")
-    futures = [client.submit(work, job, key=f"{name}-{i}-{token}", pure=False, retries=retries)
-               for i, job in enumerate(jobs)]
+    futures = [client.submit(work, job, key=f"{name}-{i}-{token}", pure=False, retries=retries,
+                             workers=list(where) if where is not None else None)
+               for i, (job, where) in enumerate(zip(jobs, placement, strict=True))]
     position = {future.key: i for i, future in enumerate(futures)}
     lost: list[int] = []
     try:

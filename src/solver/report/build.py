@@ -29,7 +29,7 @@ from ..analysis.draws import DrawValue, draw_sums_of, draws_from_play
 from ..analysis.policy_play import PlayFigures, Policy, PolicyPlay, play_figures
 from ..analysis.policy_ranks import PolicyGames, policy_games
 from ..analysis.positions import AnnotatedPosition, annotated_positions
-from ..analysis.restricted import RestrictedValue
+from ..analysis.restricted import RestrictedValue, unplayed_values
 from ..analysis.results_cache import ResultsCache
 from ..analysis.sensitivity import Skipped, Variant, VariantSummary, sensitivity_variants
 from ..analysis.skill_gap import PolicyResult, greedy_policy, table_skill_gap, uniform_policy
@@ -54,7 +54,7 @@ from ..summary import LENGTH_TURNS, StartSummary, summarise_from
 from ..tables import SolvedTable, solved_table
 from . import entries
 from .made import CACHED, COMPUTED, TABLE_CACHED, MadePart
-from .solves import SolvePlan, further_solves, kept_restricted, kept_variants, plan_solves
+from .solves import SolvePlan, further_solves, keep_unplayed, kept_restricted, kept_variants, plan_solves
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -189,12 +189,16 @@ def build_report(
                                    lambda entry: [PolicyResult(**r) for r in entry])
         progressed()
     cards = parts.cached("cards", parts.cards, list, list) if "strength" in sections else []
+    if cards:
+        # The cards P1's play never uses need no restricted game: kept, they leave the plan.
+        keep_unplayed(parts.cached("unplayed cards", lambda: parts.unplayed(cards), _values_entry, _values_from),
+                      parts.results)
     parts.let_go()  # the table and its chain of play, before the solves
 
     variants, known.skipped = sensitivity_variants(rules) if "sensitivity" in sections else ([], [])
     known.cards, known.variants = cards, variants
     plan = known.plan = plan_solves(rules, cards, variants, parts.results, workers, first=findings_variant(variants),
-                                    client=client)
+                                    client=client, log=log)
     if plan.total:
         log(f"{plan.total} further solves to run, {plan.at_once} at a time{plan.where}"
             " (the rest of them come from the cache)")
@@ -278,7 +282,8 @@ class _Known:
         fresh_cards = set(plan.cards) if plan else set()
         fresh_variants = set(plan.variants) if plan else set()
         solves = [MadePart(f"P1 may not play {r.card}", r.seconds, r.states,
-                           COMPUTED if r.card in fresh_cards else CACHED, "further solves") for r in restricted]
+                           COMPUTED if r.card in fresh_cards else CACHED, "further solves")
+                  for r in restricted if not r.unplayed]  # those not solved cost nothing
         for v, s in solved:
             source = (TABLE_CACHED if s.reused else COMPUTED) if v in fresh_variants else CACHED
             solves.append(MadePart(v.label, s.seconds, s.states, source, "further solves"))
@@ -491,6 +496,10 @@ class _Parts:
         """P1's cards legal somewhere in the table: one restricted game each."""
         return [self.game.action_labels[a] for a in legal_row_actions(self.table.result)]
 
+    def unplayed(self, cards: list[str]) -> list[RestrictedValue]:
+        """The restricted values of the cards of `cards` P1's play never uses: the rules' value, with no solve."""
+        return unplayed_values(self.game, self.table.result, self.table.start, cards)
+
     def skill(self) -> list[PolicyResult]:
         """The skill gap: one pass a policy (and, where the table's strategies do not
         mirror between the seats, one policy game more), each kept in the results cache as it finishes."""
@@ -532,6 +541,14 @@ def _headline_entry(headline) -> dict:
 def _headline_from(entry: dict):
     return (entries.summary_from_entry(entry["summary"]), entries.answer_from(entry["start"]), entry["states"],
             entry["exploitability"], entries.stalls_from(entry["stalls"]))
+
+
+def _values_entry(values: list[RestrictedValue]) -> list[dict]:
+    return [{"card": v.card, **v.entry()} for v in values]
+
+
+def _values_from(entry: list[dict]) -> list[RestrictedValue]:
+    return [RestrictedValue.from_entry(e["card"], e) for e in entry]
 
 
 def _max_exploitability(result, chunk: int = 1 << 22) -> float:

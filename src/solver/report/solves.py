@@ -1,6 +1,11 @@
 """The report's solves beyond the rules' own table: one restricted game per
 card (strength) and one game per rule variant (sensitivity), about 30.
 
+Each computes only what the report reads: a restricted game its certified
+value at the start, a variant its start's value, outcome split and length;
+neither stores a table. A card P1's strategy in the rules' table never plays
+where its play reaches is not solved at all (`restricted.unplayed_values`).
+
 Each answer is kept in the results cache the moment it is known, so an
 interrupted report resumes where it left off. They run through
 `jobs.run_jobs`, in one of two ways:
@@ -12,18 +17,18 @@ interrupted report resumes where it left off. They run through
 - on a Dask cluster (`report --scheduler`): one solve a worker thread, one
   core each, answers (small summaries) sent back here and kept in this
   machine's results cache. A job carries its rules and this machine's cache
-  directory; a worker that cannot write there (another machine) stores a
-  variant's table in its own default cache. A solve that kills every worker
-  it is given stops the report with an error (the answers had are kept).
+  directory (where a variant's table may be stored already). A solve that
+  kills every worker it is given stops the report with an error (the
+  answers had are kept).
 
-Memory: a solve's memory-mapped arrays (its working figures, and the table it
-reads back) count as its resident memory. A Dask worker with a memory limit
-would be paused, then killed by its nanny, for them, so `cluster_slots`
-refuses a cluster whose workers have one: they must run with
-`--memory-limit 0`, leaving each solve to the solver's own memory check (of
-the memory available, which counts mapped file pages as reclaimable, as
-they are), as here. A solve lets its mapped table go before it answers, so
-a worker's memory falls back between solves."""
+Memory on a cluster: a solve's memory-mapped arrays count as its resident
+memory, and Dask's nanny kills a worker past 95% of its memory limit. So a
+solve goes only to workers whose limit holds a solve of its size (its
+estimated states times the bytes a state its kind of solve takes:
+`solve_need`) on each of their threads at once, or that have no limit;
+workers that hold none of the solves are left out with a one-line warning,
+and a cluster with none that holds one is refused (`cluster_workers_for`). A variant larger than any worker holds is
+listed as left out, with the reason."""
 
 from __future__ import annotations
 
@@ -46,11 +51,17 @@ from ..core.jobs import (
     WorkersLostError,
     cluster_threads,
     cluster_workers,
-    memory_limits,
+    memory_room,
     run_jobs,
+    workers_holding,
     writable_dir,
 )
-from ..core.resources import LAYERED_BYTES_PER_STATE, states_that_fit, usable_cores
+from ..core.resources import (
+    LAYERED_BYTES_PER_STATE,
+    LAYERED_VALUE_BYTES_PER_STATE,
+    states_that_fit,
+    usable_cores,
+)
 from ..summary import LENGTH_TURNS
 from ..tables import warm_table_of
 from .entries import variant_entry, variant_from
@@ -72,6 +83,7 @@ class SolvePlan:
     time_left: str = ""  # what the solves left take at the pace so far, once one has finished
     first: Variant | None = None  # the variant the findings box reads: its length distribution is computed too
     where: str = ""  # " on the Dask cluster at ADDRESS" when they run there
+    cluster: dict[str, dict] | None = None  # there, the workers that hold a solve of the rules' size (`cluster_workers`)
 
     @property
     def total(self) -> int:
@@ -83,34 +95,65 @@ class SolvePlan:
 
 def plan_solves(
     rules: RuleSet, cards: Sequence[str], variants: Sequence[Variant], results: ResultsCache, workers: int | None,
-    first: Variant | None = None, client: Client | None = None,
+    first: Variant | None = None, client: Client | None = None, log: Log = lambda message: None,
 ) -> SolvePlan:
     """The solves not in `results`: the restricted games, then the variants,
     `first` (the one the findings box reads) ahead of the others, so that a
     report read while it runs answers its question as early as it can. On
-    `client`'s cluster as many run at once as its workers have threads."""
+    `client`'s cluster as many run at once as the workers that hold them
+    have threads (`cluster_workers_for`; those left out are named through `log`)."""
     cards = [card for card in cards if results.get(restricted_key(card)) is None]
     variants = sorted((v for v in variants if results.get(variant_key(v)) is None), key=lambda v: v != first)
+    needs = solve_needs(rules, cards, variants)
     if client is not None:
-        return SolvePlan(cards, variants, cluster_slots(client), first=first,
-                         where=f" on the Dask cluster at {client.scheduler.address}")
-    estimates = [float(estimate_reachable(rules))] * bool(cards) + [_estimate(v) for v in variants]
-    return SolvePlan(cards, variants, solves_at_once(estimates, LAYERED_BYTES_PER_STATE, workers), first=first)
+        fit = cluster_workers_for(client, min(needs, default=restricted_need(rules)), log)
+        return SolvePlan(cards, variants, cluster_threads(fit), first=first,
+                         where=f" on the Dask cluster at {client.scheduler.address}", cluster=fit)
+    # The needs are in bytes: one byte "a state" makes `solves_at_once` compare them with the memory.
+    return SolvePlan(cards, variants, solves_at_once(needs, 1, workers), first=first)
 
 
-def cluster_slots(client: Client) -> int:
-    """The solves `client`'s cluster runs at once (one a worker thread);
-    `SchedulerError` if it has no workers, or workers whose memory Dask
-    polices (see the module docstring)."""
+def solve_need(states: float, hurried: bool = True) -> float:
+    """Bytes a solve of about `states` states needs at its peak (rank by rank; `hurried=False`: values alone)."""
+    return states * (LAYERED_BYTES_PER_STATE if hurried else LAYERED_VALUE_BYTES_PER_STATE)
+
+
+def restricted_need(rules: RuleSet) -> float:
+    """Bytes a restricted game of `rules` needs: its value alone, over about the rules' states."""
+    return solve_need(float(estimate_reachable(rules)), hurried=False)
+
+
+def solve_needs(rules: RuleSet, cards: Sequence[str], variants: Sequence[Variant]) -> list[float]:
+    """Bytes each solve needs, the restricted games of `cards` then `variants` (hurried play)."""
+    return [restricted_need(rules)] * len(cards) + [solve_need(_estimate(v)) for v in variants]
+
+
+def cluster_workers_for(client: Client, need: float, log: Log = lambda message: None) -> dict[str, dict]:
+    """The workers of `client`'s cluster (`cluster_workers`) that can run a
+    solve needing `need` bytes (the smallest of the solves) on each of their
+    threads at once (no memory limit, or one that holds them:
+    `jobs.workers_holding`); the others are named in one line through `log`.
+    `SchedulerError` if there are no workers, or none that can."""
     workers = cluster_workers(client)
-    limited = memory_limits(workers)
-    if limited:
-        name, limit = next(iter(limited.items()))
+    holding = set(workers_holding(workers, need))
+    left_out = {address: info for address, info in workers.items() if address not in holding}
+    if not holding:
+        largest = max(left_out.values(), key=lambda info: memory_room(info) or 0.0)
         raise SchedulerError(
-            f"{len(limited)} of {len(workers)} Dask workers at {client.scheduler.address} have a memory limit"
-            f" (worker {name}: {limit / 1e9:.1f} GB); a solve's memory-mapped tables count toward it and get the"
-            " worker paused or killed: start the workers with --memory-limit 0")
-    return cluster_threads(workers)
+            f"no Dask worker at {client.scheduler.address} can hold a further solve: the smallest needs about"
+            f" {need / 1e9:.1f} GB a thread, and the largest memory limit is {_limit_of(largest)}; start workers"
+            " with more memory, fewer threads, or --memory-limit 0")
+    if left_out:
+        named = ", ".join(f"{info.get('name') or address} ({_limit_of(info)})" for address, info in left_out.items())
+        log(f"{len(left_out)} of {len(workers)} Dask workers left out, their memory limit too small for any further"
+            f" solve (the smallest needs about {need / 1e9:.1f} GB a thread): {named}")
+    return {address: info for address, info in workers.items() if address in holding}
+
+
+def _limit_of(info: dict) -> str:
+    """'8.0 GB for 2 threads': a worker's memory limit and what shares it."""
+    threads = int(info.get("nthreads") or 1)
+    return f"{int(info['memory_limit']) / 1e9:.1f} GB for {threads} thread{'s' if threads > 1 else ''}"
 
 
 def _estimate(variant: Variant) -> float:
@@ -124,8 +167,15 @@ def restricted_key(card: str) -> str:
 
 def kept_restricted(cards: Sequence[str], results: ResultsCache) -> dict[str, RestrictedValue]:
     """The restricted games of `cards` that `results` holds, by card."""
-    return {card: RestrictedValue(card, **results.get(restricted_key(card))) for card in cards
+    return {card: RestrictedValue.from_entry(card, results.get(restricted_key(card))) for card in cards
             if results.get(restricted_key(card)) is not None}
+
+
+def keep_unplayed(unplayed: Sequence[RestrictedValue], results: ResultsCache) -> None:
+    """Keep in `results` the restricted values had with no solve (`restricted.unplayed_values`),
+    where no value of the card is kept yet: the plan then leaves those cards out."""
+    results.put_all({restricted_key(v.card): v.entry() for v in unplayed
+                     if results.get(restricted_key(v.card)) is None})
 
 
 def kept_variants(variants: Sequence[Variant], results: ResultsCache) -> dict[Variant, VariantSummary]:
@@ -135,8 +185,9 @@ def kept_variants(variants: Sequence[Variant], results: ResultsCache) -> dict[Va
 
 def further_solve(job: RestrictedJob | VariantJob) -> RestrictedValue | VariantSummary | Skipped:
     """One further solve: a restricted game or a variant (what a worker runs). A
-    variant's table goes to the job's cache directory where this process may
-    write, else (a cluster's worker on another machine) to its own default cache."""
+    variant's stored table, if any, is looked for in the job's cache directory
+    where this process reaches it, else (a cluster's worker on another machine)
+    in its own default cache."""
     if isinstance(job, RestrictedJob):
         return value_without(job)
     return summarise_variant(replace(job, cache_dir=writable_dir(job.cache_dir)))
@@ -172,9 +223,7 @@ def further_solves(
     def keep(i: int, answer: RestrictedValue | VariantSummary | Skipped) -> None:
         if isinstance(answer, RestrictedValue):
             if answer.error is None:
-                results.put_all({restricted_key(answer.card): {
-                    "value": answer.value, "p1_win": answer.p1_win, "seconds": answer.seconds,
-                    "states": answer.states}})
+                results.put_all({restricted_key(answer.card): answer.entry()})
         elif isinstance(answer, VariantSummary):
             results.put_all({variant_key(plan.variants[i - len(plan.cards)]): variant_entry(answer)})
         plan.done += 1
@@ -191,18 +240,32 @@ def further_solves(
         fresh[i] = answer
         keep(i, answer)
 
-    if client is not None or (plan.at_once > 1 and len(jobs) > 1):
+    if client is not None:
+        assert plan.cluster is not None
+        needs = solve_needs(rules, plan.cards, plan.variants)
+        placement = [workers_holding(plan.cluster, need) for need in needs]
+        for i, where in enumerate(placement):
+            if not where:  # larger than any worker holds: left out, as one too large to solve here
+                why = f"no Dask worker's memory limit holds it (about {needs[i] / 1e9:.1f} GB a thread)"
+                finished(i, Skipped(labels[i], why) if i >= len(plan.cards) else
+                         RestrictedValue(plan.cards[i], float("nan"), why))
+        sent = [i for i in range(len(jobs)) if i not in fresh]
         try:
-            run_jobs(further_solve, jobs, workers=plan.at_once, client=client, description="further solves",
-                     show_progress=show_progress, on_answer=finished)
+            run_jobs(further_solve, [jobs[i] for i in sent], client=client, description="further solves",
+                     show_progress=show_progress, on_answer=lambda k, answer: finished(sent[k], answer),
+                     placement=[placement[i] for i in sent])
         except WorkersLostError as lost:
-            if client is not None:
-                raise _given_up(lost, labels) from None
+            raise _given_up(WorkersLostError(str(lost), [sent[k] for k in lost.unanswered]), labels) from None
+    elif plan.at_once > 1 and len(jobs) > 1:
+        try:
+            run_jobs(further_solve, jobs, workers=plan.at_once, description="further solves",
+                     show_progress=show_progress, on_answer=finished)
+        except WorkersLostError:
             log("a solve's process died (out of memory?); the solves left run one at a time")
     for i, job in enumerate(jobs):
         if i not in fresh:
             plan.started(labels[i], log)
-            fresh[i] = further_solve(replace(job, **_alone(show_progress)))
+            fresh[i] = further_solve(replace(job, **_alone(job, show_progress)))
             keep(i, fresh[i])
     by_card = {job.card: fresh[i] for i, job in enumerate(jobs) if isinstance(job, RestrictedJob)}
     by_variant = {job.variant: fresh[i] for i, job in enumerate(jobs) if isinstance(job, VariantJob)}
@@ -231,7 +294,7 @@ def time_left(elapsed: float, done: int, left: int) -> str:
         f"about {max(minutes, 1)} min left at this pace")
 
 
-def _alone(show_progress: bool) -> dict:
+def _alone(job: RestrictedJob | VariantJob, show_progress: bool) -> dict:
     """Options of a solve that runs by itself: every core, and the memory there is now."""
-    return {"workers": usable_cores(), "show_progress": show_progress,
-            "max_states": states_that_fit(LAYERED_BYTES_PER_STATE)}
+    per_state = LAYERED_VALUE_BYTES_PER_STATE if isinstance(job, RestrictedJob) else LAYERED_BYTES_PER_STATE
+    return {"workers": usable_cores(), "show_progress": show_progress, "max_states": states_that_fit(per_state)}
