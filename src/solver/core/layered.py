@@ -894,12 +894,22 @@ class _OffsetColumn:
 
     def __setitem__(self, at, values) -> None:
         base, values = self.middle[at], np.asarray(values, np.float64)
-        sign = -1.0 if self.lower else 1.0
-        # Two float64 steps cover the rounding of the difference and of the sum read back.
-        wanted = values - base + sign * 2.0 * np.spacing(np.maximum(np.abs(base), np.abs(values)))
-        offset = wanted.astype(np.float32)
-        self.offset[at] = np.where(offset.astype(np.float64) * -sign > wanted * -sign,
-                                   np.nextafter(offset, np.float32(sign * np.inf)), offset)
+        # Most offsets (a guarantee within 1e-9 of its value, or one a simple fraction away) are
+        # float32 numbers: kept exactly, so that ties between equal guarantees stay ties.
+        offset = (values - base).astype(np.float32)
+        back = base + offset.astype(np.float64)
+        inexact = back > values if self.lower else back < values
+        if np.any(inexact):
+            # Otherwise two float64 steps more toward the weaker side cover the rounding of the
+            # difference and of the sum read back, and the float32 rounding is stepped that way too.
+            sign = -1.0 if self.lower else 1.0
+            where = np.flatnonzero(inexact)
+            b, v = base[where], values[where]
+            wanted = v - b + sign * 2.0 * np.spacing(np.maximum(np.abs(b), np.abs(v)))
+            step = wanted.astype(np.float32)
+            offset[where] = np.where(step.astype(np.float64) * -sign > wanted * -sign,
+                                     np.nextafter(step, np.float32(sign * np.inf)), step)
+        self.offset[at] = offset
 
 
 def _shared(shape: tuple[int, ...], dtype) -> np.ndarray:
