@@ -82,19 +82,25 @@ def _draw_sums(
     outcomes given (each of cell `cell`, value `next_values` to P1 after it,
     `drawn[j, seat, k]` cards of kind k drawn by `seat`)."""
     gain_sum, weight_sum = np.zeros(kinds), np.zeros(kinds)
-    cells = cell_weight.size
+    for drew, gain in _gains_over_random_draws(cell, cell_weight.size, next_values, drawn, prob):
+        weight = cell_weight[cell] * prob
+        gain_sum += (weight * gain) @ drew
+        weight_sum += weight @ drew
+    return gain_sum, weight_sum
+
+
+def _gains_over_random_draws(cell: np.ndarray, cells: int, next_values: np.ndarray, drawn: np.ndarray, prob: np.ndarray):
+    """Per seat: which kinds each outcome has it draw, and what the outcome is
+    worth to it over the same draw at random (the cell's outcomes in which
+    this seat draws, averaged)."""
     for seat in Seat:
         to_drawer = next_values if seat == Seat.P1 else 1.0 - next_values
         drew = drawn[:, seat, :] > 0
         any_draw = drew.any(axis=1)
-        # The same draw at random: the cell's outcomes in which this seat draws, averaged.
         mass = np.bincount(cell, weights=prob * any_draw, minlength=cells)
         total = np.bincount(cell, weights=prob * any_draw * to_drawer, minlength=cells)
         at_random = np.divide(total, mass, out=np.zeros_like(total), where=mass > 0)[cell]
-        weight = cell_weight[cell] * prob
-        gain_sum += (weight * (to_drawer - at_random)) @ drew
-        weight_sum += weight @ drew
-    return gain_sum, weight_sum
+        yield drew, to_drawer - at_random
 
 
 def _draw_values(kinds: tuple[str, ...], gain_sum: np.ndarray, weight_sum: np.ndarray) -> list[DrawValue]:
@@ -136,16 +142,9 @@ def _draw_sums_by_state(
     out = np.zeros((size, 2 * kinds))
     if kinds == 0 or cell.size == 0:
         return out
-    cells = int(cell.max()) + 1
-    for seat in Seat:
-        to_drawer = next_values if seat == Seat.P1 else 1.0 - next_values
-        drew = drawn[:, seat, :] > 0
-        any_draw = drew.any(axis=1)
-        mass = np.bincount(cell, weights=prob * any_draw, minlength=cells)
-        total = np.bincount(cell, weights=prob * any_draw * to_drawer, minlength=cells)
-        at_random = np.divide(total, mass, out=np.zeros_like(total), where=mass > 0)[cell]
+    for drew, gain in _gains_over_random_draws(cell, int(cell.max()) + 1, next_values, drawn, prob):
         for k in range(kinds):
-            out[:, k] += np.bincount(state, weights=weight * (to_drawer - at_random) * drew[:, k], minlength=size)
+            out[:, k] += np.bincount(state, weights=weight * gain * drew[:, k], minlength=size)
             out[:, kinds + k] += np.bincount(state, weights=weight * drew[:, k], minlength=size)
     return out
 

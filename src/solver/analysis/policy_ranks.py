@@ -31,8 +31,8 @@ from tqdm import tqdm
 from ..core.absorption import outcome_probabilities
 from ..core.best_response import best_response, pure_strategy
 from ..core.components import successor_kernel
-from ..core.graph import GameGraph, expansion_of, graph_of, offsets_of, segment_positions
-from ..core.layered import LayerGraph, enumerate_by_rank, with_exit_payoffs
+from ..core.graph import GameGraph, offsets_of, segment_positions
+from ..core.layered import LayerGraph, enumerate_by_rank, layer_graph, with_exit_payoffs
 from ..core.outcome import Seat, terminal_outcomes, won_by
 from ..core.protocol import StochasticGame
 from ..core.result import SolveResult
@@ -211,7 +211,7 @@ def _solve_layer_at(number: int) -> int:
 def _solve_layer(ctx: _Context, number: int) -> int:
     f, at = ctx.figures, ctx.layers[number]
     codes = np.asarray(ctx.universe[at])
-    part = _rank_graph(ctx.wrapped, codes, ctx.universe)
+    part = layer_graph(ctx.wrapped, codes, ctx.universe, labelled=False)
     x = part.exits
     in_table = at if ctx.is_table else _table_index(ctx.table, codes)
     table_strategy = _table_col_strategy(ctx.table, in_table, part.graph)
@@ -226,24 +226,6 @@ def _solve_layer(ctx: _Context, number: int) -> int:
     f.optimal_p1[at], f.optimal_unending[at] = _p1_and_unending(graph, table_strategy, rows)
     f.finished[at] = True
     return int(codes.size)
-
-
-def _rank_graph(game: StochasticGame, codes: np.ndarray, universe: np.ndarray) -> LayerGraph:
-    """`layered.layer_graph`, its exits unlabelled: nothing here shows them, and a
-    label each is a string per exit (millions of them at the printed rules)."""
-    expansion = expansion_of(game, codes)
-    out_next = expansion["out_next"].astype(np.int64)
-    live = np.flatnonzero(out_next >= 0)
-    nxt = out_next[live]
-    at = np.searchsorted(codes, nxt)
-    inside = codes[np.minimum(at, codes.size - 1)] == nxt
-    out_next[live[inside]] = at[inside]
-    outside, slot = np.unique(nxt[~inside], return_inverse=True)
-    exits = np.searchsorted(universe, outside)
-    if outside.size and (exits.max() >= universe.size or np.any(universe[exits] != outside)):
-        raise ValueError("states are not closed under transitions")
-    out_next[live[~inside]] = -1 - (len(game.terminal_payoff) + slot)
-    return LayerGraph(graph_of(game, codes, expansion, out_next), exits.astype(np.int64), ("exit",) * exits.size)
 
 
 def _strategies_mirror(ctx: _Context, codes: np.ndarray, in_table: np.ndarray, graph: GameGraph, col: np.ndarray) -> bool:

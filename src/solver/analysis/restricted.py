@@ -19,6 +19,7 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 
 from ..core.graph import distinct_sorted, expansion_of, segment_positions
+from ..core.play import reached_breadth_first, table_indices
 from ..core.protocol import Expansion, StochasticGame
 from ..core.result import SolveResult
 from ..tables import WarmTable, warm_start, warn_on_stderr
@@ -165,19 +166,11 @@ def cards_p1_plays(
     not all known)."""
     played = np.zeros(len(game.action_labels), bool)
     watched = np.asarray(stop_when, np.int64)
-    reached = np.zeros(result.num_states, bool)
-    frontier = np.array([result.index_of(start)], np.int64)
-    reached[frontier] = True
-    while frontier.size and not (watched.size and played[watched].all()):
-        found = []
-        for lo in range(0, frontier.size, chunk):
-            nxt = _p1_successors(game, result, frontier[lo : lo + chunk], played)
-            at = np.searchsorted(result.states, nxt)
-            if at.size and (at.max() >= result.num_states or np.any(result.states[at] != nxt)):
-                raise KeyError("a state P1's play reaches is missing from the table")
-            found.append(at[~reached[at]])
-        frontier = distinct_sorted(np.concatenate(found))
-        reached[frontier] = True
+    reached_breadth_first(
+        result.num_states, result.index_of(start),
+        lambda index: table_indices(result, _p1_successors(game, result, index, played), "P1's play"),
+        chunk, done=lambda: bool(watched.size and played[watched].all()),
+    )
     return played
 
 

@@ -265,7 +265,12 @@ class LayerGraph:
         return cls(graph, np.zeros(0, np.int64))
 
 
-def layer_graph(game: Any, states: np.ndarray, all_states: np.ndarray, chunk: int = 1 << 16) -> LayerGraph:
+def layer_graph(
+    game: Any, states: np.ndarray, all_states: np.ndarray, chunk: int = 1 << 16, labelled: bool = True,
+) -> LayerGraph:
+    """The stage games of `states` (sorted), each move out of them an exit to
+    its state among `all_states`; `labelled=False` names every exit "exit"
+    (a label string an exit costs much at millions of exits)."""
     expansion = expansion_of(game, states, chunk)
     out_next = expansion["out_next"].astype(np.int64)
     live = np.flatnonzero(out_next >= 0)
@@ -279,7 +284,7 @@ def layer_graph(game: Any, states: np.ndarray, all_states: np.ndarray, chunk: in
     if outside.size and (exits.max() >= all_states.size or np.any(all_states[exits] != outside)):
         raise ValueError("states are not closed under transitions")
     out_next[live[~inside]] = -1 - (len(game.terminal_payoff) + slot)
-    labels = tuple(f"exit to {int(t)}" for t in exits)
+    labels = tuple(f"exit to {int(t)}" for t in exits) if labelled else ("exit",) * exits.size
     return LayerGraph(graph_of(game, states, expansion, out_next), exits.astype(np.int64), labels)
 
 

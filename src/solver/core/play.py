@@ -19,26 +19,45 @@ from .protocol import StochasticGame
 from .result import SolveResult
 
 
-def played_states(game: StochasticGame, result: SolveResult, start: int, chunk: int = 1 << 16) -> np.ndarray:
-    """Sorted codes of the states `result`'s strategies reach from the state
-    coded `start`: breadth first, marking reached states by their index in the
-    table (a sorted list of the reached ones would be re-sorted every turn),
-    expanding the frontier in chunks."""
-    reached = np.zeros(result.num_states, bool)
-    frontier = np.array([result.index_of(start)], np.int64)
+def reached_breadth_first(
+    num_states: int, start: int, successors: Callable[[np.ndarray], np.ndarray], chunk: int = 1 << 16,
+    done: Callable[[], bool] = lambda: False,
+) -> np.ndarray:
+    """Per state index of a table, whether it is reached from index `start`:
+    breadth first, `successors(indices)` giving the indices a chunk of the
+    frontier leads to, marking reached states by index (a sorted list of
+    them would be re-sorted every turn); stops early once `done()`."""
+    reached = np.zeros(num_states, bool)
+    frontier = np.array([start], np.int64)
     reached[frontier] = True
-    while frontier.size:
+    while frontier.size and not done():
         found = []
         for lo in range(0, frontier.size, chunk):
-            codes = np.asarray(result.states[frontier[lo : lo + chunk]])
-            expansion = expansion_of(game, codes)
-            nxt = distinct_sorted(expansion["out_next"][_played_outcomes(result, codes, expansion)])
-            at = np.searchsorted(result.states, nxt)
-            if at.size and (at.max() >= result.num_states or np.any(result.states[at] != nxt)):
-                raise KeyError("a state optimal play reaches is missing from the table")
-            found.append(at[~reached[at]])
+            nxt = successors(frontier[lo : lo + chunk])
+            found.append(nxt[~reached[nxt]])
         frontier = distinct_sorted(np.concatenate(found))
         reached[frontier] = True
+    return reached
+
+
+def table_indices(result: SolveResult, codes: np.ndarray, reaches: str = "optimal play") -> np.ndarray:
+    """The table indices of `codes` (sorted); KeyError naming what reaches them if one is missing."""
+    at = np.searchsorted(result.states, codes)
+    if at.size and (at.max() >= result.num_states or np.any(result.states[at] != codes)):
+        raise KeyError(f"a state {reaches} reaches is missing from the table")
+    return at
+
+
+def played_states(game: StochasticGame, result: SolveResult, start: int, chunk: int = 1 << 16) -> np.ndarray:
+    """Sorted codes of the states `result`'s strategies reach from the state
+    coded `start`, expanding the frontier in chunks."""
+
+    def successors(index: np.ndarray) -> np.ndarray:
+        codes = np.asarray(result.states[index])
+        expansion = expansion_of(game, codes)
+        return table_indices(result, distinct_sorted(expansion["out_next"][_played_outcomes(result, codes, expansion)]))
+
+    reached = reached_breadth_first(result.num_states, result.index_of(start), successors, chunk)
     return np.asarray(result.states[np.flatnonzero(reached)])
 
 
@@ -190,17 +209,13 @@ def follow_play(
     kept) for any further figure read from the expansion. `play_from` expands
     each state twice, and an analysis reading the expansion would expand it again."""
     kept = _Kept(result.num_states, len(game.terminal_payoff), per_chunk)
-    reached = np.zeros(result.num_states, bool)
-    frontier = np.array([result.index_of(start)], np.int64)
-    reached[frontier] = True
-    while frontier.size:
-        found = []
-        for lo in range(0, frontier.size, chunk):
-            part = _played_chunk(game, result, frontier[lo : lo + chunk])
-            found.append(part.successors[~reached[part.successors]])
-            kept.add(part)
-        frontier = distinct_sorted(np.concatenate(found))
-        reached[frontier] = True
+
+    def successors(index: np.ndarray) -> np.ndarray:
+        part = _played_chunk(game, result, index)
+        kept.add(part)
+        return part.successors
+
+    reached = reached_breadth_first(result.num_states, result.index_of(start), successors, chunk)
     return kept.in_table_order(game, result, reached, start)
 
 
@@ -213,9 +228,7 @@ def _played_chunk(game: StochasticGame, result: SolveResult, index: np.ndarray) 
     nxt = expansion["out_next"]
     played = (weight > 0) & (nxt >= 0)
     codes_next = distinct_sorted(nxt[played])
-    successors = np.searchsorted(result.states, codes_next)
-    if successors.size and (successors.max() >= result.num_states or np.any(result.states[successors] != codes_next)):
-        raise KeyError("a state optimal play reaches is missing from the table")
+    successors = table_indices(result, codes_next)
     slot = np.full(nxt.size, -1, np.int64)
     slot[played] = np.searchsorted(codes_next, nxt[played])
     return PlayedChunk(codes, index, expansion, row_w, col_w, weight, successors, slot)
