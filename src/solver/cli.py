@@ -44,7 +44,7 @@ from .core.result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAn
 from .core.table_file import table_path
 from .storage import CACHE_ENV, default_cache_dir
 from .sweep import SweepError
-from .tables import solve_to_boundary, solved_table, stored_part
+from .tables import resume_dir_of, solve_to_boundary, solved_table, stored_part
 
 if TYPE_CHECKING:  # imported where used: scipy's solvers are no part of the other commands' start
     from .analysis.stalls import LengthAndStalls, LengthFigures
@@ -180,10 +180,14 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
     result = None if force else stored_part(path, key, code, ReferenceChargeSparkGame(rule_set), warn)
     reused = result is not None
     if result is None:
+        notes = click.get_current_context().obj
+        notes["interrupt_note"] = (
+            f"no table was saved; the ranks solved so far are kept in {resume_dir_of(path)}: solve again to resume")
         table = solved_table(
             rule_set, cache_dir, force=force, max_states=max_states, show_progress=sys.stderr.isatty(), warn=warn,
             workers=usable_cores(),
         )
+        notes.pop("interrupt_note")
         result, path, reused = table.result, table.path, table.reused
     if not reused:
         from .analysis.stalls import keep_length_and_stalls

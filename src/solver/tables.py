@@ -276,6 +276,8 @@ def solved_table(
             estimated_states=estimate_reachable(rules), estimated_from="from the start", workers=workers, warm=seed,
             resume_dir=resume_dir_of(path),
         )
+        with contextlib.suppress(OSError):  # the folder of kept ranks, once no solve keeps any there
+            resume_dir_of(path).parent.rmdir()
         meta = {"fingerprint": key, "rules": canonical_mapping(rules)}
         stored = _store(path, result, key, meta, warn)
         if mapped and not _mapped_already(result):
