@@ -329,3 +329,28 @@ def test_a_solve_that_would_not_fit_in_memory_is_refused_before_building(monkeyp
     assert result.stderr.startswith("charge-spark: error: more than 900 reachable states")
     assert "GB of memory available" in result.stderr and result.stderr.count("\n") == 1
     assert "reachable states (limit" in run("query", "start", *SMALL, "--max-states", "10").stderr
+
+
+def test_a_solve_keeps_the_starts_stalls_only_where_following_play_fits(private_table_cache, monkeypatch):
+    import solver.cli
+    from solver.analysis.results_cache import ResultsCache
+    from solver.analysis.stalls import play_key
+
+    monkeypatch.setattr(solver.cli, "follow_play_fits", lambda states: False)  # a laptop's memory, say
+    solved = run("solve", *SMALL)
+    assert solved.exit_code == 0 and "Traceback" not in solved.output
+    assert "the length distribution and stalls from the start were not kept" in solved.stderr
+    assert "'query start --follow-play' computes them" in solved.stderr
+    rules = apply_overrides(RuleSet(), [a for a in SMALL if a != "--set"])
+    code = ChargeSparkGame(rules).encode(initial_position(rules))
+    assert ResultsCache(private_table_cache, fingerprint(rules)).get(play_key(code)) is None
+    assert len(list(private_table_cache.glob("*.npz"))) == 1  # the table itself is stored all the same
+
+
+def test_following_play_is_planned_at_its_measured_memory(monkeypatch):
+    import solver.cli
+    import solver.core.resources
+
+    per_state = solver.core.resources.FOLLOW_PLAY_BYTES_PER_STATE
+    monkeypatch.setattr(solver.core.resources, "available_memory", lambda: 1000 * per_state)
+    assert solver.cli.follow_play_fits(900) and not solver.cli.follow_play_fits(901)

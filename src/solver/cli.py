@@ -39,7 +39,7 @@ from .core.files import OutputError, check_writable, write_text_atomically
 from .core.graph import GraphTooLargeError
 from .core.jobs import SchedulerError, WorkersLostError
 from .core.outcome import Outcome, Seat, win_probability
-from .core.resources import usable_cores
+from .core.resources import FOLLOW_PLAY_BYTES_PER_STATE, states_that_fit, usable_cores
 from .core.result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
 from .core.table_file import table_path
 from .storage import CACHE_ENV, default_cache_dir
@@ -189,11 +189,15 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
         )
         notes.pop("interrupt_note")
         result, path, reused = table.result, table.path, table.reused
-    if not reused:
+    if not reused and follow_play_fits(result.num_states):
         from .analysis.stalls import keep_length_and_stalls
 
         # Following play at once, while the table is at hand: a query of the start then reads it.
         keep_length_and_stalls(rule_set, code, result, path.parent)
+    elif not reused:
+        warn(f"the length distribution and stalls from the start were not kept: following play through"
+             f" {result.num_states:,} states needs about {result.num_states * FOLLOW_PLAY_BYTES_PER_STATE / 1e9:.0f} GB"
+             " of memory, more than is available ('query start --follow-play' computes them where it fits)")
     game = ReferenceChargeSparkGame(rule_set) if reused else ChargeSparkGame(rule_set)
     answer = result.answer(code, game)
     verdict = "ok" if result.table_max_exploitability <= CERTIFICATE_BOUND else "FAILED"
@@ -242,6 +246,12 @@ def query(
     else:
         click.echo(query_text(rule_set, format_position(parsed, rule_set), answer, result, elapsed, source, edge,
                               lasting))
+
+
+def follow_play_fits(states: int) -> bool:
+    """Whether following play through a table of `states` fits in the memory available now."""
+    fit = states_that_fit(FOLLOW_PLAY_BYTES_PER_STATE)
+    return fit is None or states <= fit
 
 
 def hurry_line(figures: HurryFigures) -> str:

@@ -11,10 +11,16 @@ import os
 import psutil
 
 GRAPH_BYTES_PER_STATE = 1700  # peak while solving, measured on S*M health 2: 1.7 GB for 1,023,145 states
-LAYERED_BYTES_PER_STATE = 380
+LAYERED_BYTES_PER_STATE = 176
 """Peak memory a state, solving rank by rank (see `layered`), with a tenth to spare: the
-figures every worker shares (hurried play's buzzer values and guarantees included) and
-the workers' rank graphs, measured on the printed rules (docs/performance.md)."""
+figures every worker shares (hurried play's buzzer values and guarantees included, the
+guarantees as float32 offsets) and the workers' rank graphs; measured on the printed rules,
+7.9 GB for 49,383,601 states on two workers (160 bytes a state; docs/performance.md)."""
+
+FOLLOW_PLAY_BYTES_PER_STATE = 400
+"""Memory a state of the table that following play from the start for its length
+distribution and stalls (`analysis.stalls.length_and_stalls`) takes: on the printed rules it
+had passed 15.7 GB (318 bytes a state of the table) and was still rising when stopped."""
 
 MEMORY_SHARE = 0.9
 """A solve plans for this share of the memory available, leaving the rest to the system."""
