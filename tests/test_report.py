@@ -297,6 +297,55 @@ def test_second_report_has_the_same_content(report, tmp_path):
     assert _body((tmp_path / "again.html").read_text()) == _body(html)
 
 
+def test_a_parts_file_carries_a_report_to_another_cache(report, tmp_path):
+    """--parts: the first report's parts, carried in one file to an empty cache,
+    give the same page with nothing solved; the file keeps its parts."""
+    html, _, cache, _ = report
+    key = fingerprint_of(SMALL + ["--set", f"name={HOSTILE_NAME}"])
+    parts = tmp_path / "parts.json"
+    parts.write_bytes((cache / "analysis" / f"{key}.json").read_bytes())
+    empty = tmp_path / "empty-cache"
+    result = run("report", *SMALL, "--set", f"name={HOSTILE_NAME}", "--out", str(tmp_path / "again.html"),
+                 "--cache-dir", str(empty), "--parts", str(parts))
+    assert result.exit_code == 0, result.output
+    again = (tmp_path / "again.html").read_text()
+    assert _body(again) == _body(html)
+    assert all(row[3] != "computed" for row in _made_rows(again))
+    assert not empty.exists() or not any(empty.rglob("*.table*"))  # no table solved, none stored
+    assert json.loads(parts.read_text())["fingerprint"] == key
+
+
+def test_a_parts_file_of_other_rules_or_damaged_is_refused_and_left_alone(report, tmp_path):
+    _, _, cache, _ = report
+    key = fingerprint_of(SMALL + ["--set", f"name={HOSTILE_NAME}"])
+    parts = tmp_path / "parts.json"
+    kept = (cache / "analysis" / f"{key}.json").read_bytes()
+    other = fingerprint_of(SMALL + ["--set", "bonus_cards=ray,trap"])
+    for text, says in ((kept, "holds the parts of other rules"), (b'{"format": "charge-spark', "damaged"),
+                       (kept.replace(key.encode(), other.encode()).replace(b'"written_by": "', b'"written_by": "0.0.1-'),
+                        "not reused")):
+        parts.write_bytes(text)
+        out = tmp_path / "other.html"
+        result = run("report", *SMALL, "--set", "bonus_cards=ray,trap", "--out", str(out), "--cache-dir",
+                     str(tmp_path / "c"), "--parts", str(parts))
+        assert result.exit_code == 2, result.output
+        assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert "Traceback" not in result.output
+        assert parts.read_bytes() == text and not out.exists()
+
+
+def _rules_of(args: list[str]):
+    from solver.cli import rules_in_force
+
+    return rules_in_force(None, tuple(args[i + 1] for i in range(0, len(args), 2)))
+
+
+def fingerprint_of(args: list[str]) -> str:
+    from rules.charge_spark.config import fingerprint
+
+    return fingerprint(_rules_of(args))
+
+
 def test_sections_left_out_are_named_and_absent(tmp_path):
     out = tmp_path / "report.html"
     result = run("report", *SMALL, "--sections", "usage,positions", "--out", str(out), "--cache-dir", str(tmp_path))

@@ -35,6 +35,7 @@ from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import Position, initial_position
 from rules.charge_spark.turn import KNOCK_OUT, MOON
 
+from .analysis.results_cache import PartsFileError, ResultsCache
 from .core.files import OutputError, check_writable, write_text_atomically
 from .core.graph import GraphTooLargeError
 from .core.jobs import SchedulerError, WorkersLostError
@@ -52,6 +53,7 @@ if TYPE_CHECKING:  # imported where used: scipy's solvers are no part of the oth
 
 USER_ERRORS = (  # and OutputError, below
     RulesError, PositionError, UnknownCardError, GraphTooLargeError, SchedulerError, SweepError, WorkersLostError,
+    PartsFileError,
 )
 CERTIFICATE_BOUND = 1e-9
 _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM}
@@ -349,9 +351,14 @@ def explore(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ..
 @click.option("--sections", "section_names", default=None, metavar="NAME,...",
               help="Only these sections (headline, usage, strength, sensitivity, positions, skill; the headline is"
                    " always in); the report says which it leaves out. Default: all.")
+@click.option("--parts", "parts_file", type=click.Path(dir_okay=False), default=None,
+              help="Keep the report's finished parts in this JSON file rather than in the cache, and reuse those it"
+                   " holds (same rules, same version): a report resumed on another machine, or its page written"
+                   " again without solving.")
 @click.pass_context
 def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None,
-           output: str | None, workers: int | None, scheduler: str | None, section_names: str | None) -> None:
+           output: str | None, workers: int | None, scheduler: str | None, section_names: str | None,
+           parts_file: str | None) -> None:
     """Write the HTML balance report of the rules in force (one self-contained file).
 
     Every part is kept in the cache as soon as it is computed: running the
@@ -367,6 +374,9 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
     if scheduler and workers:
         raise click.UsageError("--workers sizes the solves run here; a --scheduler's cluster has its own")
     rule_set = rules_in_force(rules_file, overrides)
+    if parts_file:  # a parts file that cannot be these rules' is refused before anything is solved
+        ResultsCache.at(parts_file, fingerprint(rule_set))
+        check_writable(Path(parts_file))
     # Connected (and its workers checked) before anything is written: an unusable cluster leaves no trace.
     client = ctx.with_resource(report_cluster(scheduler, rule_set))
     path = Path(output) if output else default_report_path(rule_set)
@@ -386,7 +396,7 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
                                         " kept in the cache: run the report again to resume")
 
     built = build_report(rule_set, cache_dir, workers=workers, show_progress=sys.stderr.isatty(), log=note,
-                         sections=sections, on_partial=show_partial, client=client)
+                         sections=sections, on_partial=show_partial, client=client, parts_file=parts_file)
     write_text_atomically(path, render_report(built))
     partial.remove()
     click.echo(f"wrote {path} in {time.perf_counter() - started:.1f} s")

@@ -139,9 +139,13 @@ def build_report(
     rules: RuleSet, cache_dir: Path | str | None = None, *, workers: int | None = None,
     show_progress: bool = False, log: Callable[[str], None] = lambda message: None,
     sections: tuple[str, ...] = SECTIONS, on_partial: Callable[[Report], None] | None = None,
-    client: Client | None = None,
+    client: Client | None = None, parts_file: Path | str | None = None,
 ) -> Report:
     """Solve (or load) the rules' table and run the analyses of `sections`.
+
+    Each finished part is kept in the cache's results, or in `parts_file`
+    when given (`ResultsCache.at`: the parts read from it are reused, and
+    those computed are added to it as they finish).
 
     `on_partial(report)` gets the report as far as it is known each time a
     part is computed in this run while others are still to come (their
@@ -152,7 +156,9 @@ def build_report(
     `solves`); everything else runs here."""
     refuse_beyond_memory(rules)
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
-    parts = _Parts(rules, cache_dir, ResultsCache(cache_dir, fingerprint(rules)), show_progress, log)
+    results = (ResultsCache.at(parts_file, fingerprint(rules)) if parts_file is not None
+               else ResultsCache(cache_dir, fingerprint(rules)))
+    parts = _Parts(rules, cache_dir, results, show_progress, log)
     known = _Known(rules, sections, parts)
 
     def progressed() -> None:
