@@ -165,3 +165,31 @@ def test_length_figures_give_no_mean_when_the_game_may_never_end():
     assert length_figures(pmf, 2.0, 0.1).mean is None
     assert length_figures(np.array([0.2, 0.2]), float("nan"), 0.6) == LengthFigures(
         None, None, pytest.approx(0.6))
+
+
+
+def _close(a, b) -> bool:
+    return a is None and b is None or a is not None and b is not None and abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
+def test_play_followed_once_gives_the_same_length_and_stalls_as_play_from():
+    """`followed_length_and_stalls` (each reached state expanded once) against
+    `length_and_stalls` of `play_from`, from the start and from a later position."""
+    from rules.charge_spark.config import RuleSet, apply_overrides
+    from rules.charge_spark.game import ChargeSparkGame
+    from rules.charge_spark.state import initial_position
+    from solver.analysis.stalls import followed_length_and_stalls
+
+    rules = apply_overrides(RuleSet(), ["board=S*M", "health=1", "battery_tiles=2", "disc_tiles=3"])
+    game = ChargeSparkGame(rules)
+    start = game.encode(initial_position(rules))
+    result = solve_from(game, [start], show_progress=False)
+    later = int(result.states[result.num_states // 2])
+    for code in (start, later):
+        old = length_and_stalls(play_from(game, result, code), result)
+        new = followed_length_and_stalls(game, result, code)
+        assert new.states == old.states > 0
+        assert all(_close(getattr(new.length, f), getattr(old.length, f)) for f in ("mean", "median", "p_beyond_200"))
+        assert [(s.position, s.kind) for s in new.stalls] == [(s.position, s.kind) for s in old.stalls]
+        assert all(_close(a.share, b.share) and _close(a.min_probability, b.min_probability)
+                   for a, b in zip(new.stalls, old.stalls))
