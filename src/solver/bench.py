@@ -429,7 +429,7 @@ def bench_explore_api(overrides: list[str], positions: int = 200, seed: int = 20
     from rules.charge_spark.game import ChargeSparkGame
     from rules.charge_spark.notation import format_position
 
-    from .cli import answer_at, lasting_at, query_json
+    from .answering import answer_at, lasting_at, query_json
     from .core.table_reader import TableReader
     from .explore.answers import Explorer
     from .explore.serve import serving_in_thread
