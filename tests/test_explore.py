@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import re
 import socket
+import time
+import tomllib
 from fractions import Fraction
+from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import numpy as np
@@ -414,6 +417,144 @@ def test_a_bad_coach_request_is_a_400_naming_it(tiny, params, expected):
     assert response.status_code == 400 and expected in response.json()["error"]
     page = tiny.client.get("/coach", params=params)
     assert page.status_code == 400 and expected.replace("'", "&#39;") in page.text
+
+
+# --- rules on the page --------------------------------------------------------------------------
+
+CHEAPER_COUNTER = "cost.counter.disc=1"  # a rule set of its own over the tiny one, solved while the request waits
+
+
+def cache_listing(cache_dir) -> dict[str, tuple[int, int]]:
+    """Every file under `cache_dir` with its size and modification time."""
+    root = Path(cache_dir)
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+def dotted_keys(mapping: dict, prefix: str = "") -> list[str]:
+    """The keys of a TOML document as `--set` writes them (cost.counter.disc)."""
+    return [key for name, value in mapping.items()
+            for key in (dotted_keys(value, f"{prefix}{name}.") if isinstance(value, dict) else [f"{prefix}{name}"])]
+
+
+def test_set_items_answer_as_query_json_with_the_same_set(tiny):
+    variant = Table([*TINY, CHEAPER_COUNTER], tiny.cache_dir)  # the same cache: the table the explorer stored
+    for position in ["start", *variant.positions(4, seed=1)]:
+        response = tiny.client.get("/api/query", params={"position": position, "set": CHEAPER_COUNTER})
+        assert response.status_code == 200, response.text
+        done = variant.cli("query", position, "--json")
+        assert response.json() == json.loads(done.stdout)
+    assert response.json()["fingerprint"] == fingerprint(variant.rules) != fingerprint(tiny.rules)
+    step = tiny.client.get("/api/step", params={"position": "start", "p1": "charge", "p2": "charge",
+                                                "set": CHEAPER_COUNTER}).json()
+    assert step["fingerprint"] == fingerprint(variant.rules)
+    # Items that change nothing give the rules the explorer started with.
+    same = tiny.client.get("/api/query", params={"position": "start", "set": "health=1"}).json()
+    assert same == tiny.client.get("/api/query", params={"position": "start"}).json()
+
+
+def test_every_page_shows_the_fingerprint_the_differences_and_every_rules_key(tiny):
+    variant = apply_overrides(tiny.rules, [CHEAPER_COUNTER])
+    written = tomllib.loads(CliRunner().invoke(main, ["rules", *settings([*TINY, CHEAPER_COUNTER])]).stdout)
+    keys = set(dotted_keys(written))
+    for path in ("/", "/coach?seed=3&moves=charge", "/?position=h9"):
+        page = tiny.client.get(path + ("&" if "?" in path else "?") + urlencode({"set": CHEAPER_COUNTER})).text
+        assert f'<code id="fingerprint">{fingerprint(variant)}</code>' in page
+        assert "cost.counter.disc=1" in re.search(r'<code id="changed">([^<]*)</code>', page).group(1)
+        form = dict(re.findall(r'<input type="text" name="([^"]+)" value="([^"]*)"', page.split('id="rules-form"')[1]))
+        assert set(form) == keys
+        assert form["cost.counter.disc"] == "1" and form["board"] == "S*M" and form["bonus_cards"] == "ray,copy"
+        assert f'id="settings">{CHEAPER_COUNTER}<' in page
+
+
+def test_the_rules_form_goes_to_the_same_page_for_its_rule_set(tiny):
+    page = tiny.client.get("/", params={"position": "start"}).text
+    form = dict(re.findall(r'<input type="(?:text|hidden)" name="([^"]+)" value="([^"]*)"', page.split('id="rules-form"')[1]))
+    form["cost.counter.disc"] = "1"
+    response = tiny.client.get("/rules", params=form, follow_redirects=False)
+    assert response.status_code == 303
+    target = parse_qs(urlsplit(response.headers["location"]).query)
+    assert target == {"position": [form["position"]], "set": [CHEAPER_COUNTER]}
+    page = tiny.client.get(response.headers["location"]).text
+    assert fingerprint(apply_overrides(tiny.rules, [CHEAPER_COUNTER])) in page
+    links = {href.replace("&amp;", "&"): tag for tag, href in re.findall(r'(<a[^>]*href="(/[^"]*)")', page)}
+    assert len(links) > 10
+    for href, tag in links.items():  # every link stays with the rule set but the one back to the started rules
+        assert parse_qs(urlsplit(href).query).get("set") == (None if 'id="started-rules"' in tag else [CHEAPER_COUNTER])
+    assert re.search(r'<input type="hidden" name="set" value="cost.counter.disc=1">', page)  # the position box keeps it
+
+
+BAD_SETTINGS = {
+    "unknown key": "bogus=1",
+    "impossible value": "health=0",
+    "not a number": "health=many",
+    "a path for a key": "../../etc/passwd=1",
+    "a path for a value": "board=../../etc/passwd",
+    "no equals sign": "health",
+    "markup": "name=<script>alert(1)</script>\x07",
+}
+
+
+@pytest.mark.parametrize("item", BAD_SETTINGS.values(), ids=BAD_SETTINGS.keys())
+def test_a_bad_set_item_is_a_400_with_the_clis_line(tiny, item):
+    before = cache_listing(tiny.cache_dir)
+    done = CliRunner().invoke(main, ["query", "start", "--json", *settings([*TINY, item]), "--cache-dir", tiny.cache_dir])
+    response = tiny.client.get("/api/query", params={"position": "start", "set": item})
+    if done.exit_code == 0:  # a title may hold markup: it is escaped, never refused
+        assert response.status_code == 200 and "<script>" not in tiny.client.get("/", params={"set": item}).text
+        return
+    assert response.status_code == 400
+    assert done.stderr.strip() == f"charge-spark: error: {response.json()['error']}"
+    page = tiny.client.get("/", params={"position": "start", "set": item})
+    assert page.status_code == 400 and "Traceback" not in page.text and page.text.count("<script>") == 1
+    assert cache_listing(tiny.cache_dir) == before
+
+
+def asgi_get(app, path: str, query: bytes) -> tuple[int, bytes]:
+    """GET `path?query` straight through the ASGI app: no client shortens or refuses the query first."""
+    import asyncio
+
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": query, "root_path": "",
+             "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    asyncio.run(app(scope, receive, send))
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+HOSTILE_QUERIES = {
+    "10,000 set items": b"position=start&" + b"&".join([b"set=health=1"] * 10_000),
+    "10,000 bare parameters": b"&".join([b"a"] * 10_000),
+    "a huge number": b"position=start&set=health=" + b"9" * 400,
+    "a huge health": b"position=start&set=health=1000000000",
+    "a huge tile count": b"position=start&set=battery_tiles=99999999999",
+    "a board past any memory": b"position=start&set=board=S" + b"*" * 3000 + b"M",
+    "a game past a request": b"position=start&set=health=3&set=board=S.*.*M",
+    "80 set items": b"position=start&" + b"&".join([b"set=health=1"] * 80),
+}
+
+
+@pytest.mark.parametrize("query", HOSTILE_QUERIES.values(), ids=HOSTILE_QUERIES.keys())
+def test_hostile_set_parameters_are_a_400_in_one_line_and_write_nothing(tiny, query):
+    before = cache_listing(tiny.cache_dir)
+    app = tiny.client.app
+    started = time.monotonic()
+    for path in ("/api/query", "/", "/api/step", "/coach", "/rules"):
+        status, body = asgi_get(app, path, query)
+        assert status == 400, (path, body[:200])
+        text = body.decode()
+        if path.startswith("/api/"):
+            text = json.loads(text)["error"]
+            assert "\n" not in text.strip() and "Traceback" not in text
+    assert time.monotonic() - started < 60  # refused at once, nothing estimated for long
+    assert cache_listing(tiny.cache_dir) == before
 
 
 # --- a real browser -----------------------------------------------------------------------------
