@@ -479,6 +479,9 @@ def test_the_rules_form_goes_to_the_same_page_for_its_rule_set(tiny):
     links = {href.replace("&amp;", "&"): tag for tag, href in re.findall(r'(<a[^>]*href="(/[^"]*)")', page)}
     assert len(links) > 10
     for href, tag in links.items():  # every link stays with the rule set but the one back to the started rules
+        if href.startswith("/compare?"):  # the comparison names its rule sets by their items over the printed rules
+            assert CHEAPER_COUNTER in parse_qs(urlsplit(href).query)["a"]
+            continue
         assert parse_qs(urlsplit(href).query).get("set") == (None if 'id="started-rules"' in tag else [CHEAPER_COUNTER])
     assert re.search(r'<input type="hidden" name="set" value="cost.counter.disc=1">', page)  # the position box keeps it
 
@@ -554,6 +557,68 @@ def test_hostile_set_parameters_are_a_400_in_one_line_and_write_nothing(tiny, qu
             text = json.loads(text)["error"]
             assert "\n" not in text.strip() and "Traceback" not in text
     assert time.monotonic() - started < 60  # refused at once, nothing estimated for long
+    assert cache_listing(tiny.cache_dir) == before
+
+
+# --- compare ------------------------------------------------------------------------------------
+
+
+def sides(a: list[str], b: list[str]) -> list[tuple[str, str]]:
+    return [("a", item) for item in a] + [("b", item) for item in b]
+
+
+def test_api_compare_gives_two_query_json_answers_and_rows_from_them(tiny):
+    response = tiny.client.get("/api/compare", params=sides(TINY, [*TINY, CHEAPER_COUNTER]))
+    assert response.status_code == 200, response.text
+    compared = response.json()
+    for side, overrides in (("a", TINY), ("b", [*TINY, CHEAPER_COUNTER])):
+        done = CliRunner().invoke(main, ["query", "start", "--json", *settings(overrides), "--cache-dir", tiny.cache_dir])
+        assert compared[side]["start"] == json.loads(done.stdout)
+        assert compared[side]["fingerprint"] == fingerprint(apply_overrides(RuleSet(), overrides))
+        for seat in ("p1", "p2"):
+            assert sum(compared[side]["usage"][seat].values()) == pytest.approx(1.0, abs=1e-9)
+    rows = {row["label"]: row for row in compared["rows"]}
+    assert rows["value to P1"]["a"] == compared["a"]["start"]["value"]
+    assert rows["mean length (turns)"]["b"] == compared["b"]["start"]["length"]["mean"]
+    assert rows["P1 opens with move"]["b"] == compared["b"]["start"]["p1_strategy"]["move"]
+    assert rows["P2 plays counter"]["a"] == compared["a"]["usage"]["p2"]["counter"]
+    for row in compared["rows"]:
+        assert row["difference"] == pytest.approx(row["b"] - row["a"])
+        if row["unit"] == "share":
+            assert row["highlighted"] == (abs(row["difference"]) > 0.01)
+    assert any(row["highlighted"] for row in compared["rows"]) and not rows["value to P1"]["highlighted"]
+
+
+def test_the_compare_page_shows_both_rule_sets_and_highlights_the_rows_that_differ(tiny):
+    params = sides(TINY, [*TINY, CHEAPER_COUNTER])
+    compared = tiny.client.get("/api/compare", params=params).json()
+    page = tiny.client.get("/compare", params=params).text
+    assert page.count('<tr class="row differs">') == sum(row["highlighted"] for row in compared["rows"]) > 0
+    assert page.count('<tr class="row') == len(compared["rows"])
+    assert compared["a"]["fingerprint"] in page and compared["b"]["fingerprint"] in page
+    assert "cost.counter.disc=1" in re.search(r'id="head-b">.*?<code class="changed">([^<]*)<', page, re.S).group(1)
+    assert page.count("<script>") == 0  # the compare page runs none
+
+
+def test_every_position_page_links_to_the_comparison_with_the_printed_rules(tiny):
+    for params in ({"position": "start"}, {"position": "start", "set": CHEAPER_COUNTER}):
+        page = tiny.client.get("/", params=params).text
+        link = re.search(r'id="compare-printed" href="([^"]+)"', page).group(1).replace("&amp;", "&")
+        query = parse_qs(urlsplit(link).query)
+        rules = apply_overrides(tiny.rules, [params["set"]] if "set" in params else [])
+        assert apply_overrides(RuleSet(), query["a"]) == rules and "b" not in query  # b: the printed rules
+
+
+def test_a_bad_side_is_a_400_naming_the_side_with_the_clis_line(tiny):
+    before = cache_listing(tiny.cache_dir)
+    done = CliRunner().invoke(main, ["query", "start", "--json", "--set", "health=0"])
+    response = tiny.client.get("/api/compare", params=sides(TINY, ["health=0"]))
+    assert response.status_code == 400
+    assert done.stderr.strip() == f"charge-spark: error: {response.json()['error'].removeprefix('b: ')}"
+    page = tiny.client.get("/compare", params=[("a", "name=<script>x</script>"), ("b", "bogus=<b>")])
+    assert page.status_code == 400 and "<script>x" not in page.text and "&lt;script&gt;x&lt;/script&gt;" in page.text
+    too_large = tiny.client.get("/api/compare", params=sides(TINY, ["health=3"]))
+    assert too_large.status_code == 400 and too_large.json()["error"].startswith("b: the table of these rules")
     assert cache_listing(tiny.cache_dir) == before
 
 

@@ -1,8 +1,10 @@
-"""The explorer's routes (Starlette). Six, all GET, and nothing else:
+"""The explorer's routes (Starlette). Eight, all GET, and nothing else:
 
     /              the position page (?position=...; &p1=&p2= a pair chosen; &from= the position it was played from)
     /coach         a game against the solver (?position=&seat=1|2&seed=&moves=card,card,...)
     /rules         the rules form's target: its changed keys as `set=` items, sent on to the position page
+    /compare       two rule sets side by side (?a=KEY=VALUE&...&b=KEY=VALUE&..., each over the printed rules)
+    /api/compare   the same figures as JSON
     /api/query     the object `query --json` prints (?position=...)
     /api/step      where a pair of cards leads, with each outcome's chance (?position=&p1=&p2=)
     /api/coach     a coached game replayed, as JSON (the /coach parameters)
@@ -36,8 +38,9 @@ from rules.charge_spark.notation import format_position, parse_position
 
 from .answers import BAD_INPUT, ExploreInputError, Explorer, message
 from .coach import CoachGame, parse_moves, parse_seat, parse_seed, replay
-from .pages import coach_page, error_page, link, position_page, url
-from .rule_sets import RuleSets, rules_keys, settings_between
+from .compare import Side, compare_json, side_of, side_rules
+from .pages import coach_page, compare_page, error_page, link, position_page, url
+from .rule_sets import RuleSets, TooLargeError, rules_keys, settings_between
 
 SECURITY_HEADERS = [
     # Inline styles and script only; no frames, no plugins, nothing fetched from elsewhere.
@@ -47,7 +50,8 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
     (b"cache-control", b"no-store"),
 ]
-NOT_FOUND = "no such page; the explorer serves /, /coach, /rules, /api/query, /api/step and /api/coach"
+NOT_FOUND = ("no such page; the explorer serves /, /coach, /rules, /compare, /api/query, /api/step, /api/coach and"
+             " /api/compare")
 MAX_QUERY_BYTES = 16_384
 """The longest query string read (a coached game of hundreds of turns fits)."""
 MAX_PARAMETERS = 100
@@ -206,6 +210,28 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
             position = "start"
         return RedirectResponse(url("/", settings_between(started.rules, rules), position=position), status_code=303)
 
+    def side_items(request: Request) -> list[tuple[str, list[str]]]:
+        return [(name, [item for item in request.query_params.getlist(name) if item.strip()]) for name in ("a", "b")]
+
+    def compared(request: Request) -> tuple[Side, Side]:
+        sides = []
+        for name, items in side_items(request):
+            rules = side_rules(items, name)
+            try:
+                sides.append(side_of(rule_sets.explorer_for(rules), items))
+            except TooLargeError as error:
+                raise TooLargeError(f"{name}: {message(error)}") from None
+        return sides[0], sides[1]
+
+    def api_compare(request: Request) -> dict:
+        return compare_json(*compared(request))
+
+    def compare(request: Request) -> Response:
+        try:
+            return HTMLResponse(compare_page(side_items(request), compared(request)))
+        except BAD_INPUT as error:
+            return HTMLResponse(compare_page(side_items(request), None, message(error)), status_code=400)
+
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 404
         text = NOT_FOUND if status == 404 else "only GET requests are served"
@@ -220,6 +246,8 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
         Route("/", page_route(home), methods=["GET"]),
         Route("/coach", page_route(coach), methods=["GET"]),
         Route("/rules", page_route(apply_rules), methods=["GET"]),
+        Route("/compare", compare, methods=["GET"]),
+        Route("/api/compare", json_route(api_compare), methods=["GET"]),
         Route("/api/query", json_route(api_query), methods=["GET"]),
         Route("/api/step", json_route(api_step), methods=["GET"]),
         Route("/api/coach", json_route(api_coach), methods=["GET"]),

@@ -25,6 +25,7 @@ from ..core.outcome import Seat, win_probability
 from .answers import Answered, Branch, Explorer
 from .board_svg import board_svg
 from .coach import CoachGame, to_seat
+from .compare import USAGE_STATES, Side, compare_rows
 from .figures import stage_heat_map, strategy_bars, win_split
 from .rule_sets import rules_keys
 
@@ -161,7 +162,13 @@ def position_page(explorer: Explorer, position: Position, *, step_from: Position
     }
     coach_urls = [link(explorer, "/coach", position=text, seat=seat) for seat in (1, 2)]
     return _render("position.html.j2", explorer, box=text if box is None else box, here=text, answered=answered,
-                   view=view, coach_urls=coach_urls)
+                   view=view, coach_urls=coach_urls, compare_url=compare_url(explorer))
+
+
+def compare_url(explorer: Explorer, other: Sequence[str] = ()) -> str:
+    """The comparison of `explorer`'s rule set (side a) with the printed rules and `other` items (side b)."""
+    items = [("a", item) for item in differences_from_default(explorer.rules)] + [("b", item) for item in other]
+    return f"/compare?{urlencode(items)}" if items else "/compare"
 
 
 def coach_page(explorer: Explorer, game: CoachGame, moves: list[str]) -> str:
@@ -206,4 +213,38 @@ def coach_page(explorer: Explorer, game: CoachGame, moves: list[str]) -> str:
 def error_page(explorer: Explorer, message: str, box: str) -> str:
     """The page of a request that cannot be answered: the message, and the box to try again."""
     return _render("position.html.j2", explorer, box=box, here=None, error=message, view=None,
-                   coach_urls=[link(explorer, "/coach", seat=seat) for seat in (1, 2)])
+                   coach_urls=[link(explorer, "/coach", seat=seat) for seat in (1, 2)], compare_url=compare_url(explorer))
+
+
+def _figure(x: float | None, unit: str, signed: bool = False) -> str:
+    if x is None:
+        return "n/a"
+    if unit == "turns":
+        return f"{x:+.2f}" if signed else f"{x:.2f}"
+    return f"{100 * x:+.2f} pt" if signed else f"{100 * x:.2f}%"
+
+
+def compare_page(sides: Sequence[tuple[str, Sequence[str]]], compared: tuple[Side, Side] | None,
+                 error: str | None = None) -> str:
+    """Two rule sets side by side (`compared`), the form to change either, or `error` above the form."""
+    form = [{"name": name, "settings": [*items, "", ""]} for name, items in sides]
+    view = None
+    if compared is not None:
+        a, b = compared
+        sections: dict[str, list[dict]] = {}
+        for row in compare_rows(a, b):
+            sections.setdefault(row.section, []).append({
+                "label": row.label, "highlighted": row.highlighted, "a_text": _figure(row.a, row.unit),
+                "b_text": _figure(row.b, row.unit), "difference_text": _figure(row.difference, row.unit, signed=True)})
+        missing = [name for name, side in zip("ab", compared) if side.usage is None]
+        view = {
+            "sides": [{"name": name, "fingerprint": side.explorer.fingerprint,
+                       "changed": " ".join(differences_from_default(side.explorer.rules)) or "none",
+                       "url": link(side.explorer, "/", position="start")} for name, side in zip("ab", compared)],
+            "sections": list(sections.items()),
+            "note": (f"card usage is not computed for side {' and '.join(missing)}: its table has more than"
+                     f" {USAGE_STATES:,} states") if missing else None,
+            "json_url": "/api/compare?" + urlencode([(name, i) for name, items in sides for i in items]),
+        }
+    title = " / ".join(s["fingerprint"] for s in view["sides"]) if view else ""
+    return _environment().get_template("compare.html.j2").render(sides=form, compare=view, error=error, title=title)

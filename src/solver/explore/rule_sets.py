@@ -87,7 +87,10 @@ class RuleSets:
 
     def explorer(self, settings: Sequence[str]) -> Explorer:
         """The `Explorer` of the rule set `settings` make: its table stored first where it is not."""
-        rules = self.rules(settings)
+        return self.explorer_for(self.rules(settings))
+
+    def explorer_for(self, rules: RuleSet) -> Explorer:
+        """The `Explorer` of `rules`: its table stored first where it is not."""
         key = (fingerprint(rules), rules.name)
         if key == (self.base.fingerprint, self.base.rules.name):
             return self.base
