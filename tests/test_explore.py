@@ -72,7 +72,10 @@ class Table:
 def tables(tmp_path_factory):
     cache = tmp_path_factory.mktemp("explore-tables")
     with readers_kept_open():  # as the server runs
-        yield {name: Table(overrides, cache) for name, overrides in VARIANTS.items()}
+        made = {name: Table(overrides, cache) for name, overrides in VARIANTS.items()}
+        yield made
+        for table in made.values():
+            table.client.app.state.rule_sets.solves.stop()
 
 
 @pytest.fixture(scope="module")
@@ -436,8 +439,29 @@ def dotted_keys(mapping: dict, prefix: str = "") -> list[str]:
             for key in (dotted_keys(value, f"{prefix}{name}.") if isinstance(value, dict) else [f"{prefix}{name}"])]
 
 
-def test_set_items_answer_as_query_json_with_the_same_set(tiny):
-    variant = Table([*TINY, CHEAPER_COUNTER], tiny.cache_dir)  # the same cache: the table the explorer stored
+def answered(client: TestClient, path: str, params, timeout: float = 600):
+    """`path`'s answer once the tables it needs are stored: through the 202s that say how their solves stand."""
+    deadline = time.monotonic() + timeout
+    while (response := client.get(path, params=params)).status_code == 202:
+        waiting = response.json()
+        assert waiting["status"] in ("queued", "solving") and waiting["progress"]["fingerprint"]
+        assert time.monotonic() < deadline, "the solve did not end"
+        time.sleep(0.5)
+    return response
+
+
+@pytest.fixture(scope="module")
+def cheaper(tiny) -> Table:
+    """The tiny rules with a cheaper Counter: its table solved by the explorer, in the background."""
+    first = tiny.client.get("/api/query", params={"position": "start", "set": CHEAPER_COUNTER})
+    assert first.status_code == 202  # not stored: queued, and answered with where its solve stands
+    assert first.json()["status"] == "queued" and first.json()["progress"]["solves_ahead"] == 0
+    assert answered(tiny.client, "/api/query", {"position": "start", "set": CHEAPER_COUNTER}).status_code == 200
+    return Table([*TINY, CHEAPER_COUNTER], tiny.cache_dir)  # the same cache: the table the explorer stored
+
+
+def test_set_items_answer_as_query_json_with_the_same_set(tiny, cheaper):
+    variant = cheaper
     for position in ["start", *variant.positions(4, seed=1)]:
         response = tiny.client.get("/api/query", params={"position": position, "set": CHEAPER_COUNTER})
         assert response.status_code == 200, response.text
@@ -452,7 +476,7 @@ def test_set_items_answer_as_query_json_with_the_same_set(tiny):
     assert same == tiny.client.get("/api/query", params={"position": "start"}).json()
 
 
-def test_every_page_shows_the_fingerprint_the_differences_and_every_rules_key(tiny):
+def test_every_page_shows_the_fingerprint_the_differences_and_every_rules_key(tiny, cheaper):
     variant = apply_overrides(tiny.rules, [CHEAPER_COUNTER])
     written = tomllib.loads(CliRunner().invoke(main, ["rules", *settings([*TINY, CHEAPER_COUNTER])]).stdout)
     keys = set(dotted_keys(written))
@@ -466,7 +490,7 @@ def test_every_page_shows_the_fingerprint_the_differences_and_every_rules_key(ti
         assert f'id="settings">{CHEAPER_COUNTER}<' in page
 
 
-def test_the_rules_form_goes_to_the_same_page_for_its_rule_set(tiny):
+def test_the_rules_form_goes_to_the_same_page_for_its_rule_set(tiny, cheaper):
     page = tiny.client.get("/", params={"position": "start"}).text
     form = dict(re.findall(r'<input type="(?:text|hidden)" name="([^"]+)" value="([^"]*)"', page.split('id="rules-form"')[1]))
     form["cost.counter.disc"] = "1"
@@ -539,7 +563,6 @@ HOSTILE_QUERIES = {
     "a huge health": b"position=start&set=health=1000000000",
     "a huge tile count": b"position=start&set=battery_tiles=99999999999",
     "a board past any memory": b"position=start&set=board=S" + b"*" * 3000 + b"M",
-    "a game past a request": b"position=start&set=health=3&set=board=S.*.*M",
     "80 set items": b"position=start&" + b"&".join([b"set=health=1"] * 80),
 }
 
@@ -567,7 +590,7 @@ def sides(a: list[str], b: list[str]) -> list[tuple[str, str]]:
     return [("a", item) for item in a] + [("b", item) for item in b]
 
 
-def test_api_compare_gives_two_query_json_answers_and_rows_from_them(tiny):
+def test_api_compare_gives_two_query_json_answers_and_rows_from_them(tiny, cheaper):
     response = tiny.client.get("/api/compare", params=sides(TINY, [*TINY, CHEAPER_COUNTER]))
     assert response.status_code == 200, response.text
     compared = response.json()
@@ -589,7 +612,7 @@ def test_api_compare_gives_two_query_json_answers_and_rows_from_them(tiny):
     assert any(row["highlighted"] for row in compared["rows"]) and not rows["value to P1"]["highlighted"]
 
 
-def test_the_compare_page_shows_both_rule_sets_and_highlights_the_rows_that_differ(tiny):
+def test_the_compare_page_shows_both_rule_sets_and_highlights_the_rows_that_differ(tiny, cheaper):
     params = sides(TINY, [*TINY, CHEAPER_COUNTER])
     compared = tiny.client.get("/api/compare", params=params).json()
     page = tiny.client.get("/compare", params=params).text
@@ -600,7 +623,7 @@ def test_the_compare_page_shows_both_rule_sets_and_highlights_the_rows_that_diff
     assert page.count("<script>") == 0  # the compare page runs none
 
 
-def test_every_position_page_links_to_the_comparison_with_the_printed_rules(tiny):
+def test_every_position_page_links_to_the_comparison_with_the_printed_rules(tiny, cheaper):
     for params in ({"position": "start"}, {"position": "start", "set": CHEAPER_COUNTER}):
         page = tiny.client.get("/", params=params).text
         link = re.search(r'id="compare-printed" href="([^"]+)"', page).group(1).replace("&amp;", "&")
@@ -615,11 +638,40 @@ def test_a_bad_side_is_a_400_naming_the_side_with_the_clis_line(tiny):
     response = tiny.client.get("/api/compare", params=sides(TINY, ["health=0"]))
     assert response.status_code == 400
     assert done.stderr.strip() == f"charge-spark: error: {response.json()['error'].removeprefix('b: ')}"
-    page = tiny.client.get("/compare", params=[("a", "name=<script>x</script>"), ("b", "bogus=<b>")])
+    page = tiny.client.get("/compare", params=[*sides([*TINY, "name=<script>x</script>"], []), ("b", "bogus=<b>")])
     assert page.status_code == 400 and "<script>x" not in page.text and "&lt;script&gt;x&lt;/script&gt;" in page.text
-    too_large = tiny.client.get("/api/compare", params=sides(TINY, ["health=3"]))
-    assert too_large.status_code == 400 and too_large.json()["error"].startswith("b: the table of these rules")
     assert cache_listing(tiny.cache_dir) == before
+
+
+def test_a_rule_set_too_large_for_the_memory_is_refused_at_once_with_nothing_queued(tiny, monkeypatch):
+    import solver.explore.solves
+
+    monkeypatch.setattr(solver.explore.solves, "states_that_fit", lambda per_state: 1000)  # a small machine
+    before = cache_listing(tiny.cache_dir)
+    larger = apply_overrides(tiny.rules, ["health=2"])
+    for path, params in [("/api/query", {"position": "start", "set": "health=2"}),
+                         ("/api/compare", sides(TINY, [*TINY, "health=2"]))]:
+        response = tiny.client.get(path, params=params)
+        assert response.status_code == 400
+        error = response.json()["error"]
+        assert "\n" not in error and "would not fit in the memory available (about 1,000 states)" in error
+        assert error.startswith("b: " if "compare" in path else f"the table of these rules [{fingerprint(larger)}]")
+    page = tiny.client.get("/rules", params={"position": "start", "health": "2"}, follow_redirects=False)
+    assert page.status_code == 400 and "would not fit in the memory available" in page.text
+    assert tiny.client.app.state.rule_sets.solves.status(fingerprint(larger)) is None  # nothing queued
+    assert cache_listing(tiny.cache_dir) == before
+
+
+def test_the_progress_page_refreshes_itself_until_the_answer_is_there(tiny):
+    harder = "damage.spark=2"
+    page = tiny.client.get("/", params={"position": "start", "set": harder})
+    assert page.status_code == 202
+    assert re.search(r'<meta http-equiv="refresh" content="\d+">', page.text) and "<script" not in page.text
+    assert fingerprint(apply_overrides(tiny.rules, [harder])) in page.text and "damage.spark=2" in page.text
+    assert page.headers["content-security-policy"].startswith("default-src 'none'")
+    assert re.search(r'class="state">(waiting: 0 solves before it|solving)<', page.text)
+    assert answered(tiny.client, "/api/query", {"position": "start", "set": harder}).status_code == 200
+    assert tiny.client.get("/", params={"position": "start", "set": harder}).status_code == 200
 
 
 # --- a real browser -----------------------------------------------------------------------------

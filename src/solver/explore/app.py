@@ -39,8 +39,8 @@ from rules.charge_spark.notation import format_position, parse_position
 from .answers import BAD_INPUT, ExploreInputError, Explorer, message
 from .coach import CoachGame, parse_moves, parse_seat, parse_seed, replay
 from .compare import Side, compare_json, side_of, side_rules
-from .pages import coach_page, compare_page, error_page, link, position_page, url
-from .rule_sets import RuleSets, TooLargeError, rules_keys, settings_between
+from .pages import coach_page, compare_page, error_page, link, position_page, solving_page, url
+from .rule_sets import RuleSets, TableNotReady, rules_keys, settings_between
 
 SECURITY_HEADERS = [
     # Inline styles and script only; no frames, no plugins, nothing fetched from elsewhere.
@@ -127,6 +127,8 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
         def endpoint(request: Request) -> Response:
             try:
                 return JSONResponse(answer(request))
+            except TableNotReady as waiting:
+                return JSONResponse(waiting.as_json(), status_code=202)
             except BAD_INPUT as error:
                 return _bad_json(error)
         return endpoint
@@ -135,11 +137,14 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
         def endpoint(request: Request) -> Response:
             try:
                 return render(request)
+            except TableNotReady as waiting:
+                return HTMLResponse(solving_page(waiting.waiting, started_url=url("/", position="start")),
+                                    status_code=202)
             except BAD_INPUT as error:
                 box = (_param(request, "position") or "")[:2000]
                 try:  # the page of the rule set asked for, where its rules are good
                     shown = explorer_of(request)
-                except BAD_INPUT:
+                except (*BAD_INPUT, TableNotReady):
                     shown = started
                 return HTMLResponse(error_page(shown, message(error), box), status_code=400)
         return endpoint
@@ -214,14 +219,20 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
         return [(name, [item for item in request.query_params.getlist(name) if item.strip()]) for name in ("a", "b")]
 
     def compared(request: Request) -> tuple[Side, Side]:
-        sides = []
-        for name, items in side_items(request):
-            rules = side_rules(items, name)
+        """Both sides, each table queued for solving where it is not stored (`TableNotReady` for those)."""
+        explorers, waiting = [], []
+        both = [(name, items, side_rules(items, name)) for name, items in side_items(request)]  # both good first
+        for name, items, rules in both:
             try:
-                sides.append(side_of(rule_sets.explorer_for(rules), items))
-            except TooLargeError as error:
-                raise TooLargeError(f"{name}: {message(error)}") from None
-        return sides[0], sides[1]
+                explorers.append((rule_sets.explorer_for(rules, name), items))
+            except TableNotReady as not_ready:
+                waiting += not_ready.waiting
+            except BAD_INPUT as error:
+                raise ExploreInputError(f"{name}: {message(error)}") from None
+        if waiting:
+            raise TableNotReady(waiting)
+        (a, a_items), (b, b_items) = explorers
+        return side_of(a, a_items), side_of(b, b_items)
 
     def api_compare(request: Request) -> dict:
         return compare_json(*compared(request))
@@ -229,6 +240,8 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
     def compare(request: Request) -> Response:
         try:
             return HTMLResponse(compare_page(side_items(request), compared(request)))
+        except TableNotReady as waiting:
+            return HTMLResponse(solving_page(waiting.waiting, started_url=url("/", position="start")), status_code=202)
         except BAD_INPUT as error:
             return HTMLResponse(compare_page(side_items(request), None, message(error)), status_code=400)
 
@@ -253,8 +266,10 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
         Route("/api/coach", json_route(api_coach), methods=["GET"]),
     ]
     middleware = [Middleware(SecurityHeaders), Middleware(QueryLimits), Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or ["*"])]
-    return Starlette(routes=routes, middleware=middleware,
-                     exception_handlers={404: not_found, 405: not_found, 500: server_error})
+    app = Starlette(routes=routes, middleware=middleware,
+                    exception_handlers={404: not_found, 405: not_found, 500: server_error})
+    app.state.rule_sets = rule_sets  # its background solves end with the server (`serve`)
+    return app
 
 
 def coach_json(explorer: Explorer, game: CoachGame) -> dict:

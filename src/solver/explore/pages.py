@@ -28,6 +28,7 @@ from .coach import CoachGame, to_seat
 from .compare import USAGE_STATES, Side, compare_rows
 from .figures import stage_heat_map, strategy_bars, win_split
 from .rule_sets import rules_keys
+from .solves import SolveStatus
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -248,3 +249,34 @@ def compare_page(sides: Sequence[tuple[str, Sequence[str]]], compared: tuple[Sid
         }
     title = " / ".join(s["fingerprint"] for s in view["sides"]) if view else ""
     return _environment().get_template("compare.html.j2").render(sides=form, compare=view, error=error, title=title)
+
+
+SOLVING_REFRESH = 2
+"""Seconds between two looks of the progress page."""
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "not known yet"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
+
+
+def solving_page(waiting: Sequence[tuple[str, SolveStatus, int]], started_url: str) -> str:
+    """The page of tables being solved: each one's progress; it looks again by itself (a meta refresh)."""
+    solves = []
+    for label, status, ahead in waiting:
+        p = status.progress
+        total, solved = p.get("states_to_solve"), p.get("states_solved", 0)
+        solves.append({
+            "label": label, "fingerprint": status.fingerprint, "state": status.state,
+            "changed": status.changed or "none", "estimated": round(status.estimated_states),
+            "state_text": (f"waiting: {ahead} solve{'s' if ahead != 1 else ''} before it" if status.state == "queued"
+                           else "solving"),
+            "phase": p.get("phase", "starting"), "found": p.get("states_found", 0),
+            "solved_text": (f"{solved:,} of {total:,} ({100 * solved / total:.1f}%)" if total else "not started"),
+            "elapsed": _duration(p.get("elapsed_seconds")), "left": _duration(p.get("seconds_left")),
+        })
+    title = " / ".join(s["fingerprint"] for s in solves)
+    return _environment().get_template("solving.html.j2").render(
+        solves=solves, started_url=started_url, refresh=SOLVING_REFRESH, title=title, error=None)
