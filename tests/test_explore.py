@@ -460,16 +460,18 @@ def cheaper(tiny) -> Table:
     return Table([*TINY, CHEAPER_COUNTER], tiny.cache_dir)  # the same cache: the table the explorer stored
 
 
-def test_set_items_answer_as_query_json_with_the_same_set(tiny, cheaper):
-    variant = cheaper
-    for position in ["start", *variant.positions(4, seed=1)]:
-        response = tiny.client.get("/api/query", params={"position": position, "set": CHEAPER_COUNTER})
+@pytest.mark.parametrize("item", [CHEAPER_COUNTER, "damage.lightning=1"])
+def test_set_items_answer_as_query_json_with_the_same_set_after_the_202s(tiny, cheaper, item):
+    answered(tiny.client, "/api/query", {"position": "start", "set": item})  # solved in the background if need be
+    variant = Table([*TINY, item], tiny.cache_dir)  # stored now: read, not solved again
+    for position in ["start", *variant.positions(5, seed=1)]:
+        response = tiny.client.get("/api/query", params={"position": position, "set": item})
         assert response.status_code == 200, response.text
         done = variant.cli("query", position, "--json")
         assert response.json() == json.loads(done.stdout)
     assert response.json()["fingerprint"] == fingerprint(variant.rules) != fingerprint(tiny.rules)
     step = tiny.client.get("/api/step", params={"position": "start", "p1": "charge", "p2": "charge",
-                                                "set": CHEAPER_COUNTER}).json()
+                                                "set": item}).json()
     assert step["fingerprint"] == fingerprint(variant.rules)
     # Items that change nothing give the rules the explorer started with.
     same = tiny.client.get("/api/query", params={"position": "start", "set": "health=1"}).json()
@@ -672,6 +674,59 @@ def test_the_progress_page_refreshes_itself_until_the_answer_is_there(tiny):
     assert re.search(r'class="state">(waiting: 0 solves before it|solving)<', page.text)
     assert answered(tiny.client, "/api/query", {"position": "start", "set": harder}).status_code == 200
     assert tiny.client.get("/", params={"position": "start", "set": harder}).status_code == 200
+
+
+def child_processes(pid: int) -> list[int]:
+    """The processes whose parent is `pid`."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(stat.parent.name))
+    return children
+
+
+def test_pages_are_answered_while_a_solve_runs_and_ctrl_c_leaves_the_cache_as_it_was(tiny):
+    """The command itself: a solve in its worker, the stored table answered meanwhile, then Ctrl-C."""
+    import statistics
+    import urllib.request
+
+    before = cache_listing(tiny.cache_dir)
+    larger = "health=3"  # about 66,000 states: a solve that lasts
+    running = ExploreServer([*settings(TINY), "--cache-dir", tiny.cache_dir])
+    try:
+        query = f"{running.url}api/query?{urlencode({'position': 'start', 'set': larger})}"
+        deadline = time.monotonic() + 600
+        while True:
+            response = urllib.request.urlopen(query, timeout=30)
+            waiting = json.loads(response.read())
+            assert response.status == 202, waiting
+            if waiting["status"] == "solving" and waiting["progress"]["phase"] == "solving":
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        workers = child_processes(running.process.pid)
+        assert workers  # the solve runs in a process of its own
+        latencies = []
+        for position in tiny.positions(30, seed=4):
+            started = time.perf_counter()
+            status, _ = raw_get(running.url, f"/api/query?{urlencode({'position': position})}")
+            latencies.append(time.perf_counter() - started)
+            assert status == 200
+        print(f"/api/query on the stored table while a solve runs: median {1000 * statistics.median(latencies):.1f} ms")
+        assert statistics.median(latencies) < 1.0
+    finally:
+        status = running.stop()
+    assert status == 130
+    assert running.process.stderr.read().strip() == "charge-spark: interrupted; the explorer stopped; nothing partial was saved"
+    ended = time.monotonic() + 10  # the worker, and multiprocessing's helper, end with the server
+    while [pid for pid in workers if Path(f"/proc/{pid}").exists()] and time.monotonic() < ended:
+        time.sleep(0.1)
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+    assert cache_listing(tiny.cache_dir) == before
 
 
 # --- a real browser -----------------------------------------------------------------------------
