@@ -15,9 +15,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rules.charge_spark.config import RulesError, RuleSet, apply_overrides, differences_from_default
+from rules.charge_spark.config import RulesError, RuleSet, apply_overrides, differences_from_default, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 
+from ..core.table_file import table_path
+from ..core.table_reader import TableReader
+from ..storage import TABLE_FORMAT, default_cache_dir
 from ..tables import solved_table
 from .answers import ExploreInputError, Explorer, message
 from .rule_sets import MAX_SETTINGS
@@ -67,9 +70,10 @@ def card_shares(rules: RuleSet, cache_dir: str | None) -> dict[str, dict[str, fl
     from ..analysis.usage import table_card_usage
     from ..core.play import play_from
 
+    key = fingerprint(rules)
+    if TableReader(table_path(cache_dir or default_cache_dir(), key), key, TABLE_FORMAT).num_states > USAGE_STATES:
+        return None  # told from the file's head, before the table is mapped (and every block of it checked)
     table = solved_table(rules, cache_dir, mapped=True)  # stored already: read, not solved
-    if table.result.table_states > USAGE_STATES:
-        return None
     game = ChargeSparkGame(rules)
     usage = table_card_usage(game, table.result, play_from(game, table.result, table.start))
     return {seat: {card: float(share) for card, share in zip(usage.cards, usage.overall[i])}
