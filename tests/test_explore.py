@@ -506,7 +506,8 @@ def test_the_rules_form_goes_to_the_same_page_for_its_rule_set(tiny, cheaper):
     assert len(links) > 10
     for href, tag in links.items():  # every link stays with the rule set but the one back to the started rules
         if href.startswith("/compare?"):  # the comparison names its rule sets by their items over the printed rules
-            assert CHEAPER_COUNTER in parse_qs(urlsplit(href).query)["a"]
+            named = parse_qs(urlsplit(href).query)
+            assert CHEAPER_COUNTER in named["a"] + named.get("b", [])
             continue
         assert parse_qs(urlsplit(href).query).get("set") == (None if 'id="started-rules"' in tag else [CHEAPER_COUNTER])
     assert re.search(r'<input type="hidden" name="set" value="cost.counter.disc=1">', page)  # the position box keeps it
@@ -632,6 +633,11 @@ def test_every_position_page_links_to_the_comparison_with_the_printed_rules(tiny
         query = parse_qs(urlsplit(link).query)
         rules = apply_overrides(tiny.rules, [params["set"]] if "set" in params else [])
         assert apply_overrides(RuleSet(), query["a"]) == rules and "b" not in query  # b: the printed rules
+        started = re.search(r'id="compare-started" href="([^"]+)"', page)
+        assert (started is None) == ("set" not in params)  # rules changed on the page: also with those started with
+        if started:
+            query = parse_qs(urlsplit(started.group(1).replace("&amp;", "&")).query)
+            assert apply_overrides(RuleSet(), query["a"]) == tiny.rules and apply_overrides(RuleSet(), query["b"]) == rules
 
 
 def test_a_bad_side_is_a_400_naming_the_side_with_the_clis_line(tiny):

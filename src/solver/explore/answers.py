@@ -82,10 +82,12 @@ class Explorer:
     between a server's threads: reads are serialised (two cores gain nothing
     from reading one memory-mapped file at once)."""
 
-    def __init__(self, rules: RuleSet, cache_dir: str | None, settings: tuple[str, ...] = ()) -> None:
+    def __init__(self, rules: RuleSet, cache_dir: str | None, settings: tuple[str, ...] = (),
+                 started: RuleSet | None = None) -> None:
         self.rules = rules
         self.cache_dir = cache_dir
         self.settings = settings  # the `set=` items that make `rules` from the rules the explorer started with
+        self.started = started or rules  # the rules the explorer started with
         self.fingerprint = fingerprint(rules)
         self.game = ChargeSparkGame(rules)
         self._lock = threading.RLock()

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from rules.charge_spark.cards import Card
-from rules.charge_spark.config import differences_from_default
+from rules.charge_spark.config import RuleSet, differences_from_default
 from rules.charge_spark.state import Position
 
 from ..core.outcome import Seat, win_probability
@@ -163,12 +163,14 @@ def position_page(explorer: Explorer, position: Position, *, step_from: Position
     }
     coach_urls = [link(explorer, "/coach", position=text, seat=seat) for seat in (1, 2)]
     return _render("position.html.j2", explorer, box=text if box is None else box, here=text, answered=answered,
-                   view=view, coach_urls=coach_urls, compare_url=compare_url(explorer))
+                   view=view, coach_urls=coach_urls, compare_url=compare_url(explorer.rules),
+                   compare_started_url=compare_url(explorer.started, explorer.rules) if explorer.settings else None)
 
 
-def compare_url(explorer: Explorer, other: Sequence[str] = ()) -> str:
-    """The comparison of `explorer`'s rule set (side a) with the printed rules and `other` items (side b)."""
-    items = [("a", item) for item in differences_from_default(explorer.rules)] + [("b", item) for item in other]
+def compare_url(a: RuleSet, b: RuleSet | None = None) -> str:
+    """The comparison of rule set `a` with `b` (default: the printed rules), each named by its items over them."""
+    items = [("a", item) for item in differences_from_default(a)]
+    items += [("b", item) for item in differences_from_default(b)] if b is not None else []
     return f"/compare?{urlencode(items)}" if items else "/compare"
 
 
@@ -214,7 +216,8 @@ def coach_page(explorer: Explorer, game: CoachGame, moves: list[str]) -> str:
 def error_page(explorer: Explorer, message: str, box: str) -> str:
     """The page of a request that cannot be answered: the message, and the box to try again."""
     return _render("position.html.j2", explorer, box=box, here=None, error=message, view=None,
-                   coach_urls=[link(explorer, "/coach", seat=seat) for seat in (1, 2)], compare_url=compare_url(explorer))
+                   coach_urls=[link(explorer, "/coach", seat=seat) for seat in (1, 2)],
+                   compare_url=compare_url(explorer.rules), compare_started_url=None)
 
 
 def _figure(x: float | None, unit: str, signed: bool = False) -> str:

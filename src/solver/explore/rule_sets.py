@@ -108,7 +108,8 @@ class RuleSets:
             if status.state != "stored" or not self.is_stored(rules):
                 raise TableNotReady([(label, status, self.solves.ahead_of(key[0]))])
         self.solves.forget(key[0])
-        explorer = Explorer(rules, self.cache_dir, settings=settings_between(self.base.rules, rules))
+        explorer = Explorer(rules, self.cache_dir, settings=settings_between(self.base.rules, rules),
+                            started=self.base.rules)
         with self._lock:
             self._explorers[key] = explorer
             while len(self._explorers) > KEPT_RULE_SETS:
