@@ -243,6 +243,17 @@ def test_a_position_naming_a_file_is_a_bad_position(server):
     assert status == 400 and "root:" not in body and json.loads(body)["error"].startswith("expected the two players")
 
 
+def test_the_server_refuses_10000_parameters_and_goes_on_answering(server):
+    try:  # the HTTP layer refuses a request line past 16 KB before the application sees it
+        status, body = raw_get(server.url, "/api/query?position=start&" + "&".join(["set=health=1"] * 10_000))
+        assert status == 400 and "Traceback" not in body
+    except ConnectionResetError:
+        pass  # or closes the connection while the line is still being sent
+    status, body = raw_get(server.url, "/api/query?position=start&" + "&".join(["set=health=1"] * 1_000))
+    assert status == 400 and json.loads(body)["error"].startswith("too many query parameters (1,001")
+    assert raw_get(server.url, "/api/query?position=start")[0] == 200
+
+
 def test_a_loopback_server_answers_only_to_loopback_names(server):
     assert raw_get(server.url, "/api/query?position=start")[0] == 200
     assert raw_get(server.url, "/api/query?position=start", host=f"localhost:{urlsplit(server.url).port}")[0] == 200

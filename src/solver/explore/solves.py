@@ -27,7 +27,7 @@ from typing import Any
 from rules.charge_spark.config import RuleSet, differences_from_default, fingerprint
 from rules.charge_spark.size import estimate_reachable
 
-from ..core.resources import LAYERED_BYTES_PER_STATE, states_that_fit
+from ..core.resources import FOLLOW_PLAY_BYTES_PER_STATE, LAYERED_BYTES_PER_STATE, states_that_fit
 from ..core.table_file import table_path
 from ..storage import default_cache_dir
 from ..tables import resume_dir_of
@@ -276,7 +276,9 @@ def work(jobs: Any, reports: Any, cache_dir: str | None) -> None:
             if not table.stored:
                 reports.put(("failed", key, f"the table could not be stored in {path.parent}"))
                 continue
-            if not table.reused:
+            fit = states_that_fit(FOLLOW_PLAY_BYTES_PER_STATE)
+            if not table.reused and (fit is None or table.result.num_states <= fit):
+                # As `solve` does, where following play fits: a query of the start then reads it.
                 from ..analysis.stalls import keep_length_and_stalls
 
                 code = ChargeSparkGame(rules).encode(initial_position(rules))
