@@ -32,7 +32,7 @@ KEPT_RULE_SETS = 8
 """Rule sets whose `Explorer` (and the answers it remembers) is kept besides the one started with."""
 
 
-class TableNotReady(Exception):  # noqa: N818 - a state to show, not a failure
+class TableNotReady(Exception):
     """Tables asked for that are being solved or wait their turn: each with its label ("" alone, "a" or
     "b" in a comparison), its `SolveStatus` and how many solves run or wait before it."""
 
@@ -42,10 +42,10 @@ class TableNotReady(Exception):  # noqa: N818 - a state to show, not a failure
 
     def as_json(self) -> dict:
         """The API's 202: the first waiting table's status and progress (and every side's, in a comparison)."""
-        label, status, ahead = self.waiting[0]
+        first, status, ahead = self.waiting[0]
         answer: dict = {"status": status.state, "progress": status.as_json(ahead)}
-        if label:
-            answer["sides"] = {label: {"status": s.state, "progress": s.as_json(n)} for label, s, n in self.waiting}
+        if first:
+            answer["sides"] = {side: {"status": s.state, "progress": s.as_json(n)} for side, s, n in self.waiting}
         return answer
 
 

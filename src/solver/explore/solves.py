@@ -220,6 +220,11 @@ class BackgroundSolves:
                 worker.join()
         if self._reader is not None:
             self._reader.join(5.0)
+        while True:  # what the worker said before it ended: the solve it had started, say
+            try:
+                self._take(self._reports.get(timeout=0.1))
+            except (queue.Empty, EOFError, OSError, ValueError):
+                break
         self._clean_unfinished(worker.pid)
         for channel in (self._jobs, self._reports):
             channel.close()
