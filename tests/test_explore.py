@@ -471,6 +471,26 @@ def cheaper(tiny) -> Table:
     return Table([*TINY, CHEAPER_COUNTER], tiny.cache_dir)  # the same cache: the table the explorer stored
 
 
+ROUND_TRIPS = [
+    [],
+    [CHEAPER_COUNTER],
+    ["bonus_cards=", "name=a, b = c", "board=S.*.M"],
+    ["bonus_cards=ray,ray,trap", "recovery=battery", "clash=difference", "cost.move.disc=1", "cost.charge.disc=0"],
+    ["damage.lightning=5", "health=4", "battery_tiles=3", "start_battery=3", "contested_draw=nobody"],
+]
+
+
+@pytest.mark.parametrize("items", ROUND_TRIPS, ids=[" ".join(i) or "none" for i in ROUND_TRIPS])
+def test_the_items_a_page_carries_make_its_rule_set_again(tiny, items):
+    """`settings_between` and the form's values read back by `--set` give the same rules."""
+    from solver.explore.rule_sets import rules_keys, settings_between
+
+    rules = apply_overrides(tiny.rules, items)
+    assert apply_overrides(tiny.rules, settings_between(tiny.rules, rules)) == rules
+    assert apply_overrides(RuleSet(), [f"{k}={v}" for k, v in rules_keys(rules).items()]) == rules
+    assert len(settings_between(tiny.rules, rules)) <= len(rules_keys(rules))
+
+
 @pytest.mark.parametrize("item", [CHEAPER_COUNTER, "damage.lightning=1"])
 def test_set_items_answer_as_query_json_with_the_same_set_after_the_202s(tiny, cheaper, item):
     answered(tiny.client, "/api/query", {"position": "start", "set": item})  # solved in the background if need be
