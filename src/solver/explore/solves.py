@@ -17,7 +17,6 @@ import contextlib
 import multiprocessing
 import queue
 import shutil
-import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,19 +26,16 @@ from typing import Any
 from rules.charge_spark.config import RuleSet, differences_from_default, fingerprint
 from rules.charge_spark.size import estimate_reachable
 
-from ..core.resources import FOLLOW_PLAY_BYTES_PER_STATE, LAYERED_BYTES_PER_STATE, states_that_fit
-from ..core.table_file import table_path
-from ..storage import default_cache_dir
+from ..core.resources import LAYERED_BYTES_PER_STATE, states_that_fit
 from ..tables import resume_dir_of
 from .answers import ExploreInputError
+from .solve_worker import solve_tables
 
 MAX_BOARD = 64
 """The longest board the explorer takes (the printed one has 6 squares)."""
 PLAYER_STATES_LIMIT = 10_000_000
 """One player's health x tiles x board squares past which a rule set is refused before it is even
 estimated: its game would be far beyond any machine's memory."""
-REPORT_EVERY = 0.5
-"""Seconds between two progress reports of the worker."""
 STOP_WAIT = 10.0
 """Seconds the worker is given to end after it is told to, before it is killed."""
 
@@ -156,7 +152,7 @@ class BackgroundSolves:
             return
         self._jobs = self._context.Queue()
         self._reports = self._context.Queue()
-        self._worker = self._context.Process(target=work, args=(self._jobs, self._reports, self.cache_dir),
+        self._worker = self._context.Process(target=solve_tables, args=(self._jobs, self._reports, self.cache_dir),
                                              name="charge-spark explore solver", daemon=True)
         self._worker.start()
         self._reader = threading.Thread(target=self._read_reports, name="solve reports", daemon=True)
@@ -251,96 +247,3 @@ class BackgroundSolves:
         if not before["cache"]:
             with contextlib.suppress(OSError):
                 path.parent.rmdir()
-
-
-# --- the worker process --------------------------------------------------------------------------
-
-
-def work(jobs: Any, reports: Any, cache_dir: str | None) -> None:
-    """The worker: solve each rule set taken from `jobs` and store its table, reporting to `reports`."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server ends it: Ctrl-C at a terminal reaches both
-    from rules.charge_spark.game import ChargeSparkGame
-    from rules.charge_spark.state import initial_position
-
-    from ..tables import solved_table
-    from ..user_errors import USER_ERRORS, one_line
-
-    while True:
-        job = jobs.get()
-        if job is None:
-            return
-        key, rules = job
-        path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
-        resume = resume_dir_of(path)
-        before = {"path": str(path), "lock": path.with_name(f".{path.name}.lock").exists(),
-                  "resume": resume.exists(), "resume_parent": resume.parent.exists(), "cache": path.parent.exists()}
-        reports.put(("started", key, before))
-        try:
-            with reporting_progress(lambda progress, key=key: reports.put(("progress", key, progress))):
-                table = solved_table(rules, cache_dir, workers=1)
-            if not table.stored:
-                reports.put(("failed", key, f"the table could not be stored in {path.parent}"))
-                continue
-            fit = states_that_fit(FOLLOW_PLAY_BYTES_PER_STATE)
-            if not table.reused and (fit is None or table.result.num_states <= fit):
-                # As `solve` does, where following play fits: a query of the start then reads it.
-                from ..analysis.stalls import keep_length_and_stalls
-
-                code = ChargeSparkGame(rules).encode(initial_position(rules))
-                keep_length_and_stalls(rules, code, table.result, table.path.parent)
-            reports.put(("stored", key, None))
-        except (*USER_ERRORS, OSError) as error:
-            reports.put(("failed", key, one_line(error)))
-
-
-@contextlib.contextmanager
-def reporting_progress(report):
-    """The solve's progress bars, while the block runs, replaced by `ProgressReport`s sent to `report`
-    (the solve shows its progress only through its bars; this process runs nothing else)."""
-    from ..core import solve
-
-    started = time.monotonic()
-    shown = {"phase": "enumerating", "states_found": 0, "states_solved": 0, "states_to_solve": None,
-             "elapsed_seconds": 0.0, "seconds_left": None}
-    last = [0.0]
-
-    def send(force: bool = False) -> None:
-        now = time.monotonic()
-        if force or now - last[0] >= REPORT_EVERY:
-            last[0] = now
-            shown["elapsed_seconds"] = round(now - started, 1)
-            report(dict(shown))
-
-    class ProgressBar:
-        def __init__(self, desc: str = "", total: int | None = None, **_: Any) -> None:
-            self.desc, self.total, self.n = desc, total, 0
-            self.started = time.monotonic()
-            if desc == "solving":
-                shown.update(phase="solving", states_to_solve=total)
-                send(force=True)
-
-        def update(self, count: int = 1) -> None:
-            self.n += count
-            if self.desc == "enumerating":
-                shown["states_found"] = self.n
-            elif self.desc == "solving":
-                shown["states_solved"] = self.n
-                if self.total and self.n:
-                    pace = (time.monotonic() - self.started) / self.n
-                    shown["seconds_left"] = round(pace * (self.total - self.n), 1)
-            send()
-
-        def __enter__(self) -> ProgressBar:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            if self.desc == "solving":
-                shown.update(phase="storing", seconds_left=None)
-                send(force=True)
-
-    real = solve.tqdm
-    solve.tqdm = ProgressBar  # type: ignore[misc, assignment]
-    try:
-        yield
-    finally:
-        solve.tqdm = real
