@@ -713,6 +713,22 @@ def test_the_progress_page_refreshes_itself_until_the_answer_is_there(tiny):
     assert tiny.client.get("/", params={"position": "start", "set": harder}).status_code == 200
 
 
+def test_a_comparison_waits_for_both_sides_solved_in_order(tiny):
+    a, b = [*TINY, "counter_reflect=1"], [*TINY, "cost.barrier.battery=1"]  # neither stored
+    first = tiny.client.get("/api/compare", params=sides(a, b))
+    assert first.status_code == 202
+    waiting = first.json()
+    assert set(waiting["sides"]) == {"a", "b"} and waiting["status"] in ("queued", "solving")
+    assert waiting["sides"]["b"]["progress"]["solves_ahead"] >= 1  # queued in order: a's solve first
+    page = tiny.client.get("/compare", params=sides(a, b))
+    assert page.status_code == 202 and 'id="solve-a"' in page.text and 'id="solve-b"' in page.text
+    assert '<meta http-equiv="refresh"' in page.text
+    compared = answered(tiny.client, "/api/compare", sides(a, b)).json()
+    for side, overrides in (("a", a), ("b", b)):
+        done = CliRunner().invoke(main, ["query", "start", "--json", *settings(overrides), "--cache-dir", tiny.cache_dir])
+        assert compared[side]["start"] == json.loads(done.stdout)
+
+
 def child_processes(pid: int) -> list[int]:
     """The processes whose parent is `pid`."""
     children = []

@@ -28,8 +28,9 @@ from .solves import BackgroundSolves, SolveStatus, refuse_unbounded, too_large_f
 
 MAX_SETTINGS = 64
 """`set=` items one request may give (a rule set has about 35 keys)."""
-KEPT_RULE_SETS = 8
-"""Rule sets whose `Explorer` (and the answers it remembers) is kept besides the one started with."""
+KEPT_RULE_SETS = 4
+"""Rule sets whose `Explorer` (and the answers it remembers, up to tens of megabytes) is kept besides the one
+started with."""
 
 
 class TableNotReady(Exception):
