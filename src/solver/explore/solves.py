@@ -14,11 +14,13 @@ cache is as it was.
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing
 import queue
 import shutil
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,11 +33,14 @@ from ..tables import resume_dir_of
 from .answers import ExploreInputError
 from .solve_worker import solve_tables
 
-MAX_BOARD = 64
+MAX_BOARD = 16
 """The longest board the explorer takes (the printed one has 6 squares)."""
-PLAYER_STATES_LIMIT = 10_000_000
-"""One player's health x tiles x board squares past which a rule set is refused before it is even
-estimated: its game would be far beyond any machine's memory."""
+MAX_HEALTH = 100
+"""The most Health the explorer takes (the printed rules have 4)."""
+SOLO_LIMIT = 12_000
+"""`solo_states` past which a rule set is refused before its size is estimated: the estimate follows each
+player's tiles, squares and hands, and past this takes tens of seconds (the printed rules have 2,400; a
+game near the limit is far beyond any machine's memory)."""
 STOP_WAIT = 10.0
 """Seconds the worker is given to end after it is told to, before it is killed."""
 
@@ -44,21 +49,26 @@ class TooLargeError(ExploreInputError):
     """A rule set whose table is not stored and that the explorer will not solve."""
 
 
-def player_states(rules: RuleSet) -> int:
-    """A crude product of one player's ranges (health, tiles, squares): no game of it is larger per player."""
-    return rules.health * (rules.battery_tiles + 1) * (rules.disc_tiles + 1) * len(rules.board)
+def solo_states(rules: RuleSet) -> int:
+    """A crude product of one player's ranges but Health: tiles, squares and the hands its draws can make."""
+    stars = rules.board.count("*")
+    hands = math.prod(min(count, stars + 1) + 1 for count in Counter(rules.bonus_cards).values())
+    return (rules.battery_tiles + 1) * (rules.disc_tiles + 1) * len(rules.board) * hands
 
 
 def refuse_unbounded(rules: RuleSet) -> None:
-    """`TooLargeError` for rules no machine could solve, found without estimating their size (which takes
-    longer the longer the board): a board past `MAX_BOARD` squares, or one player with more states alone
-    than `PLAYER_STATES_LIMIT`."""
+    """`TooLargeError`, at once, for rules too large to solve or even to estimate while a request waits: a
+    board past `MAX_BOARD` squares, Health past `MAX_HEALTH`, or one player's ranges past `SOLO_LIMIT`."""
+    why = None
     if len(rules.board) > MAX_BOARD:
-        raise TooLargeError(f"the rules [{fingerprint(rules)}] are too large to solve: a board of"
-                            f" {len(rules.board):,} squares (the explorer takes at most {MAX_BOARD})")
-    if player_states(rules) > PLAYER_STATES_LIMIT:
-        raise TooLargeError(f"the rules [{fingerprint(rules)}] are too large to solve: one player alone has more than"
-                            f" {PLAYER_STATES_LIMIT:,} states (health x tiles x squares)")
+        why = f"a board of {len(rules.board):,} squares (the explorer takes at most {MAX_BOARD})"
+    elif rules.health > MAX_HEALTH:
+        why = f"Health above {MAX_HEALTH}"
+    elif solo_states(rules) > SOLO_LIMIT:
+        why = (f"one player alone has up to {solo_states(rules):,} states of its tiles, squares and hands"
+               f" (the explorer takes at most {SOLO_LIMIT:,})")
+    if why is not None:
+        raise TooLargeError(f"the rules [{fingerprint(rules)}] are too large to solve: {why}")
 
 
 @dataclass
