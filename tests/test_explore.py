@@ -761,6 +761,9 @@ def test_pages_are_answered_while_a_solve_runs_and_ctrl_c_leaves_the_cache_as_it
             waiting = json.loads(response.read())
             assert response.status == 202, waiting
             if waiting["status"] == "solving" and waiting["progress"]["phase"] == "solving":
+                progress = waiting["progress"]
+                assert progress["states_found"] == progress["states_to_solve"] > progress["states_solved"] >= 0
+                assert progress["ranks_solved"] >= 0 and progress["elapsed_seconds"] > 0
                 break
             assert time.monotonic() < deadline
             time.sleep(0.5)

@@ -279,6 +279,8 @@ def solving_page(waiting: Sequence[tuple[str, SolveStatus, int]], started_url: s
             "phase": p.get("phase", "starting"), "found": p.get("states_found", 0),
             "solved_text": (f"{solved:,} of {total:,} ({100 * solved / total:.1f}%)" if total else "not started"),
             "elapsed": _duration(p.get("elapsed_seconds")), "left": _duration(p.get("seconds_left")),
+            "rank": (f"number {p.get('ranks_solved', 0) + 1} (ranks are solved from the most progress down)"
+                     if p.get("phase") == "solving" else "-"),
         })
     title = " / ".join(s["fingerprint"] for s in solves)
     return _environment().get_template("solving.html.j2").render(

@@ -63,7 +63,7 @@ def reporting_progress(report: Callable[[dict], None]) -> Iterator[None]:
 
     started = time.monotonic()
     shown = {"phase": "enumerating", "states_found": 0, "states_solved": 0, "states_to_solve": None,
-             "elapsed_seconds": 0.0, "seconds_left": None}
+             "ranks_solved": 0, "elapsed_seconds": 0.0, "seconds_left": None}
     last = [0.0]
 
     def send(force: bool = False) -> None:
@@ -85,8 +85,9 @@ def reporting_progress(report: Callable[[dict], None]) -> Iterator[None]:
             self.n += count
             if self.desc == "enumerating":
                 shown["states_found"] = self.n
-            elif self.desc == "solving":
+            elif self.desc == "solving":  # a rank-by-rank solve counts each rank as it finishes it
                 shown["states_solved"] = self.n
+                shown["ranks_solved"] += 1
                 if self.total and self.n:
                     pace = (time.monotonic() - self.started) / self.n
                     shown["seconds_left"] = round(pace * (self.total - self.n), 1)
