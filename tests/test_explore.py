@@ -698,9 +698,13 @@ def test_a_rule_set_too_large_for_the_memory_is_refused_at_once_with_nothing_que
         error = response.json()["error"]
         assert "\n" not in error and "would not fit in the memory available (about 1,000 states)" in error
         assert error.startswith("b: " if "compare" in path else f"the table of these rules [{fingerprint(larger)}]")
+    solves = tiny.client.app.state.rule_sets.solves
+    unstored = [*TINY, "counter_reflect=3"]  # would be queued, but its other side is refused: nothing is
+    assert tiny.client.get("/api/compare", params=sides(unstored, [*TINY, "health=2"])).status_code == 400
+    assert solves.status(fingerprint(apply_overrides(RuleSet(), unstored))) is None
     page = tiny.client.get("/rules", params={"position": "start", "health": "2"}, follow_redirects=False)
     assert page.status_code == 400 and "would not fit in the memory available" in page.text
-    assert tiny.client.app.state.rule_sets.solves.status(fingerprint(larger)) is None  # nothing queued
+    assert solves.status(fingerprint(larger)) is None  # nothing queued
     assert cache_listing(tiny.cache_dir) == before
 
 

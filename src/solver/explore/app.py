@@ -112,6 +112,11 @@ def _settings(request: Request) -> list[str]:
     return request.query_params.getlist("set")
 
 
+def waiting_page(waiting: TableNotReady) -> HTMLResponse:
+    """The progress page of the tables a request waits for (202: not the answer yet)."""
+    return HTMLResponse(solving_page(waiting.waiting, started_url=url("/", position="start")), status_code=202)
+
+
 def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
                rule_sets: RuleSets | None = None) -> Starlette:
     """The explorer over `started`'s table, and over those of the rule sets
@@ -138,8 +143,7 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
             try:
                 return render(request)
             except TableNotReady as waiting:
-                return HTMLResponse(solving_page(waiting.waiting, started_url=url("/", position="start")),
-                                    status_code=202)
+                return waiting_page(waiting)
             except BAD_INPUT as error:
                 box = (_param(request, "position") or "")[:2000]
                 try:  # the page of the rule set asked for, where its rules are good
@@ -221,7 +225,12 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
     def compared(request: Request) -> tuple[Side, Side]:
         """Both sides, each table queued for solving where it is not stored (`TableNotReady` for those)."""
         explorers, waiting = [], []
-        both = [(name, items, side_rules(items, name)) for name, items in side_items(request)]  # both good first
+        both = [(name, items, side_rules(items, name)) for name, items in side_items(request)]
+        for name, _, rules in both:  # both good and solvable before either is queued
+            try:
+                rule_sets.check_solvable(rules)
+            except BAD_INPUT as error:
+                raise ExploreInputError(f"{name}: {message(error)}") from None
         for name, items, rules in both:
             try:
                 explorers.append((rule_sets.explorer_for(rules, name), items))
@@ -241,7 +250,7 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
         try:
             return HTMLResponse(compare_page(side_items(request), compared(request)))
         except TableNotReady as waiting:
-            return HTMLResponse(solving_page(waiting.waiting, started_url=url("/", position="start")), status_code=202)
+            return waiting_page(waiting)
         except BAD_INPUT as error:
             return HTMLResponse(compare_page(side_items(request), None, message(error)), status_code=400)
 
