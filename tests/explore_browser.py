@@ -2,9 +2,11 @@
 
 `ExploreServer` starts the command in a subprocess on a free port and stops
 it; `chrome` opens Debian's chromium through chromedriver (Selenium). Run as a
-script, it takes the README's screenshot of the explorer:
+script, it takes the README's screenshots of the explorer and of a comparison:
 
     python tests/explore_browser.py --set 'board=S*M' --set health=2 --out docs/explore.png
+    python tests/explore_browser.py --set 'board=S*M' --set health=1 --set battery_tiles=2 --set start_battery=0 \
+        --set disc_tiles=2 --set bonus_cards=ray,copy --compare cost.counter.disc=1 --out docs/compare.png
 """
 
 from __future__ import annotations
@@ -114,6 +116,8 @@ def main() -> int:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--position", default="start")
     parser.add_argument("--pair", default="move,move", help="the pair of cards clicked (P1's,P2's) before the shot")
+    parser.add_argument("--compare", action="append", default=[], metavar="KEY=VALUE",
+                        help="shoot the comparison of the rules with these items added (side b) instead")
     parser.add_argument("--out", type=Path, default=Path("docs/explore.png"))
     args = parser.parse_args()
     reason = missing_browser()
@@ -128,9 +132,18 @@ def main() -> int:
 
         driver = chrome()
         try:
-            driver.get(f"{server.url}?{urlencode({'position': args.position})}")
-            p1, p2 = args.pair.split(",")
-            driver.find_element(By.CSS_SELECTOR, f'a.cell[data-p1="{p1}"][data-p2="{p2}"]').click()
+            if args.compare:
+                from selenium.webdriver.support import expected_conditions
+                from selenium.webdriver.support.ui import WebDriverWait
+
+                sides = [("a", item) for item in args.overrides] + [("b", item) for item in args.overrides + args.compare]
+                driver.get(f"{server.url}compare?{urlencode(sides)}")
+                # The progress page looks again by itself until both tables are stored.
+                WebDriverWait(driver, 3600).until(expected_conditions.presence_of_element_located((By.ID, "compare")))
+            else:
+                driver.get(f"{server.url}?{urlencode({'position': args.position})}")
+                p1, p2 = args.pair.split(",")
+                driver.find_element(By.CSS_SELECTOR, f'a.cell[data-p1="{p1}"][data-p2="{p2}"]').click()
             screenshot_page(driver, args.out)
             problems = console(driver)
         finally:

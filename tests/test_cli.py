@@ -191,8 +191,8 @@ def test_a_query_of_a_stored_table_reads_the_starts_stalls_that_solve_kept(priva
     results = ResultsCache(private_table_cache, fingerprint(rules))
     kept = results.get(play_key(game.encode(initial_position(rules))))
     followed = []
-    real = solver.analysis.stalls.play_from
-    monkeypatch.setattr(solver.analysis.stalls, "play_from", lambda *args: followed.append(args) or real(*args))
+    real = solver.analysis.stalls.follow_play
+    monkeypatch.setattr(solver.analysis.stalls, "follow_play", lambda *args: followed.append(args) or real(*args))
     start = json.loads(run("query", "start", *SMALL, "--json").stdout)
     assert followed == [] and start["length"] == kept["length"]
     without_text = [{k: v for k, v in s.items() if k != "position"} for s in start["stalls"]]
@@ -317,13 +317,13 @@ def test_an_interrupted_solve_saves_nothing_and_says_so(private_table_cache, sig
 
 
 def test_a_solve_that_would_not_fit_in_memory_is_refused_before_building(monkeypatch):
-    import solver.cli
+    import solver.answering
     import solver.core.resources
 
     memory = 1000 * solver.core.resources.LAYERED_BYTES_PER_STATE  # 90% of it holds 900 states
     monkeypatch.setattr(solver.core.resources, "available_memory", lambda: memory)
     # An estimate that undercounts: the enumeration's own guard still refuses.
-    monkeypatch.setattr(solver.cli, "estimate_reachable", lambda rules, position: 10)
+    monkeypatch.setattr(solver.answering, "estimate_reachable", lambda rules, position: 10)
     result = run("query", "start", *SMALL)
     assert result.exit_code == 2
     assert result.stderr.startswith("charge-spark: error: more than 900 reachable states")

@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import re
 import socket
+import time
+import tomllib
 from fractions import Fraction
+from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import numpy as np
@@ -15,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
-from explore_browser import ExploreServer, chrome, console, missing_browser
+from explore_browser import ExploreServer, chrome, console, missing_browser, screenshot_page
 from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
@@ -69,7 +72,10 @@ class Table:
 def tables(tmp_path_factory):
     cache = tmp_path_factory.mktemp("explore-tables")
     with readers_kept_open():  # as the server runs
-        yield {name: Table(overrides, cache) for name, overrides in VARIANTS.items()}
+        made = {name: Table(overrides, cache) for name, overrides in VARIANTS.items()}
+        yield made
+        for table in made.values():
+            table.client.app.state.rule_sets.solves.stop()
 
 
 @pytest.fixture(scope="module")
@@ -235,6 +241,17 @@ def test_nothing_but_its_own_pages_is_served(server, target):
 def test_a_position_naming_a_file_is_a_bad_position(server):
     status, body = raw_get(server.url, "/api/query?position=..%2F..%2F..%2Fetc%2Fpasswd")
     assert status == 400 and "root:" not in body and json.loads(body)["error"].startswith("expected the two players")
+
+
+def test_the_server_refuses_10000_parameters_and_goes_on_answering(server):
+    try:  # the HTTP layer refuses a request line past 16 KB before the application sees it
+        status, body = raw_get(server.url, "/api/query?position=start&" + "&".join(["set=health=1"] * 10_000))
+        assert status == 400 and "Traceback" not in body
+    except ConnectionResetError:
+        pass  # or closes the connection while the line is still being sent
+    status, body = raw_get(server.url, "/api/query?position=start&" + "&".join(["set=health=1"] * 1_000))
+    assert status == 400 and json.loads(body)["error"].startswith("too many query parameters (1,001")
+    assert raw_get(server.url, "/api/query?position=start")[0] == 200
 
 
 def test_a_loopback_server_answers_only_to_loopback_names(server):
@@ -416,6 +433,365 @@ def test_a_bad_coach_request_is_a_400_naming_it(tiny, params, expected):
     assert page.status_code == 400 and expected.replace("'", "&#39;") in page.text
 
 
+# --- rules on the page --------------------------------------------------------------------------
+
+CHEAPER_COUNTER = "cost.counter.disc=1"  # a rule set of its own over the tiny one, solved while the request waits
+
+
+def cache_listing(cache_dir) -> dict[str, tuple[int, int]]:
+    """Every file under `cache_dir` with its size and modification time."""
+    root = Path(cache_dir)
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file()}
+
+
+def dotted_keys(mapping: dict, prefix: str = "") -> list[str]:
+    """The keys of a TOML document as `--set` writes them (cost.counter.disc)."""
+    return [key for name, value in mapping.items()
+            for key in (dotted_keys(value, f"{prefix}{name}.") if isinstance(value, dict) else [f"{prefix}{name}"])]
+
+
+def answered(client: TestClient, path: str, params, timeout: float = 600):
+    """`path`'s answer once the tables it needs are stored: through the 202s that say how their solves stand."""
+    deadline = time.monotonic() + timeout
+    while (response := client.get(path, params=params)).status_code == 202:
+        waiting = response.json()
+        assert waiting["status"] in ("queued", "solving") and waiting["progress"]["fingerprint"]
+        assert time.monotonic() < deadline, "the solve did not end"
+        time.sleep(0.5)
+    return response
+
+
+@pytest.fixture(scope="module")
+def cheaper(tiny) -> Table:
+    """The tiny rules with a cheaper Counter: its table solved by the explorer, in the background."""
+    first = tiny.client.get("/api/query", params={"position": "start", "set": CHEAPER_COUNTER})
+    assert first.status_code == 202  # not stored: queued, and answered with where its solve stands
+    assert first.json()["status"] == "queued" and first.json()["progress"]["solves_ahead"] == 0
+    assert answered(tiny.client, "/api/query", {"position": "start", "set": CHEAPER_COUNTER}).status_code == 200
+    return Table([*TINY, CHEAPER_COUNTER], tiny.cache_dir)  # the same cache: the table the explorer stored
+
+
+ROUND_TRIPS = [
+    [],
+    [CHEAPER_COUNTER],
+    ["bonus_cards=", "name=a, b = c", "board=S.*.M"],
+    ["bonus_cards=ray,ray,trap", "recovery=battery", "clash=difference", "cost.move.disc=1", "cost.charge.disc=0"],
+    ["damage.lightning=5", "health=4", "battery_tiles=3", "start_battery=3", "contested_draw=nobody"],
+]
+
+
+@pytest.mark.parametrize("items", ROUND_TRIPS, ids=[" ".join(i) or "none" for i in ROUND_TRIPS])
+def test_the_items_a_page_carries_make_its_rule_set_again(tiny, items):
+    """`settings_between` and the form's values read back by `--set` give the same rules."""
+    from solver.explore.rule_sets import rules_keys, settings_between
+
+    rules = apply_overrides(tiny.rules, items)
+    assert apply_overrides(tiny.rules, settings_between(tiny.rules, rules)) == rules
+    assert apply_overrides(RuleSet(), [f"{k}={v}" for k, v in rules_keys(rules).items()]) == rules
+    assert len(settings_between(tiny.rules, rules)) <= len(rules_keys(rules))
+
+
+@pytest.mark.parametrize("item", [CHEAPER_COUNTER, "damage.lightning=1"])
+def test_set_items_answer_as_query_json_with_the_same_set_after_the_202s(tiny, cheaper, item):
+    answered(tiny.client, "/api/query", {"position": "start", "set": item})  # solved in the background if need be
+    variant = Table([*TINY, item], tiny.cache_dir)  # stored now: read, not solved again
+    for position in ["start", *variant.positions(5, seed=1)]:
+        response = tiny.client.get("/api/query", params={"position": position, "set": item})
+        assert response.status_code == 200, response.text
+        done = variant.cli("query", position, "--json")
+        assert response.json() == json.loads(done.stdout)
+    assert response.json()["fingerprint"] == fingerprint(variant.rules) != fingerprint(tiny.rules)
+    step = tiny.client.get("/api/step", params={"position": "start", "p1": "charge", "p2": "charge",
+                                                "set": item}).json()
+    assert step["fingerprint"] == fingerprint(variant.rules)
+    # Items that change nothing give the rules the explorer started with.
+    same = tiny.client.get("/api/query", params={"position": "start", "set": "health=1"}).json()
+    assert same == tiny.client.get("/api/query", params={"position": "start"}).json()
+
+
+def test_every_page_shows_the_fingerprint_the_differences_and_every_rules_key(tiny, cheaper):
+    variant = apply_overrides(tiny.rules, [CHEAPER_COUNTER])
+    written = tomllib.loads(CliRunner().invoke(main, ["rules", *settings([*TINY, CHEAPER_COUNTER])]).stdout)
+    keys = set(dotted_keys(written))
+    for path in ("/", "/coach?seed=3&moves=charge", "/?position=h9"):
+        page = tiny.client.get(path + ("&" if "?" in path else "?") + urlencode({"set": CHEAPER_COUNTER})).text
+        assert f'<code id="fingerprint">{fingerprint(variant)}</code>' in page
+        assert "cost.counter.disc=1" in re.search(r'<code id="changed">([^<]*)</code>', page).group(1)
+        form = dict(re.findall(r'<input type="text" name="([^"]+)" value="([^"]*)"', page.split('id="rules-form"')[1]))
+        assert set(form) == keys
+        assert form["cost.counter.disc"] == "1" and form["board"] == "S*M" and form["bonus_cards"] == "ray,copy"
+        assert f'id="settings">{CHEAPER_COUNTER}<' in page
+
+
+def test_the_rules_form_goes_to_the_same_page_for_its_rule_set(tiny, cheaper):
+    page = tiny.client.get("/", params={"position": "start"}).text
+    form = dict(re.findall(r'<input type="(?:text|hidden)" name="([^"]+)" value="([^"]*)"', page.split('id="rules-form"')[1]))
+    form["cost.counter.disc"] = "1"
+    response = tiny.client.get("/rules", params=form, follow_redirects=False)
+    assert response.status_code == 303
+    target = parse_qs(urlsplit(response.headers["location"]).query)
+    assert target == {"position": [form["position"]], "set": [CHEAPER_COUNTER]}
+    page = tiny.client.get(response.headers["location"]).text
+    assert fingerprint(apply_overrides(tiny.rules, [CHEAPER_COUNTER])) in page
+    links = {href.replace("&amp;", "&"): tag for tag, href in re.findall(r'(<a[^>]*href="(/[^"]*)")', page)}
+    assert len(links) > 10
+    for href, tag in links.items():  # every link stays with the rule set but the one back to the started rules
+        if href.startswith("/compare?"):  # the comparison names its rule sets by their items over the printed rules
+            named = parse_qs(urlsplit(href).query)
+            assert CHEAPER_COUNTER in named["a"] + named.get("b", [])
+            continue
+        assert parse_qs(urlsplit(href).query).get("set") == (None if 'id="started-rules"' in tag else [CHEAPER_COUNTER])
+    assert re.search(r'<input type="hidden" name="set" value="cost.counter.disc=1">', page)  # the position box keeps it
+
+
+BAD_SETTINGS = {
+    "unknown key": "bogus=1",
+    "impossible value": "health=0",
+    "not a number": "health=many",
+    "a path for a key": "../../etc/passwd=1",
+    "a path for a value": "board=../../etc/passwd",
+    "no equals sign": "health",
+    "markup": "name=<script>alert(1)</script>\x07",
+}
+
+
+@pytest.mark.parametrize("item", BAD_SETTINGS.values(), ids=BAD_SETTINGS.keys())
+def test_a_bad_set_item_is_a_400_with_the_clis_line(tiny, item):
+    before = cache_listing(tiny.cache_dir)
+    done = CliRunner().invoke(main, ["query", "start", "--json", *settings([*TINY, item]), "--cache-dir", tiny.cache_dir])
+    response = tiny.client.get("/api/query", params={"position": "start", "set": item})
+    if done.exit_code == 0:  # a title may hold markup: it is escaped, never refused
+        assert response.status_code == 200 and "<script>" not in tiny.client.get("/", params={"set": item}).text
+        return
+    assert response.status_code == 400
+    assert done.stderr.strip() == f"charge-spark: error: {response.json()['error']}"
+    page = tiny.client.get("/", params={"position": "start", "set": item})
+    assert page.status_code == 400 and "Traceback" not in page.text and page.text.count("<script>") == 1
+    assert cache_listing(tiny.cache_dir) == before
+
+
+def asgi_get(app, path: str, query: bytes) -> tuple[int, bytes]:
+    """GET `path?query` straight through the ASGI app: no client shortens or refuses the query first."""
+    import asyncio
+
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": query, "root_path": "",
+             "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+    asyncio.run(app(scope, receive, send))
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+HOSTILE_QUERIES = {
+    "10,000 set items": b"position=start&" + b"&".join([b"set=health=1"] * 10_000),
+    "10,000 bare parameters": b"&".join([b"a"] * 10_000),
+    "a huge number": b"position=start&set=health=" + b"9" * 400,
+    "a huge health": b"position=start&set=health=1000000000",
+    "a huge tile count": b"position=start&set=battery_tiles=99999999999",
+    "a board past any memory": b"position=start&set=board=S" + b"*" * 3000 + b"M",
+    "a game slow to estimate": b"position=start&set=battery_tiles=4&set=disc_tiles=4&set=board=S" + b"*" * 14
+                               + b"M&set=bonus_cards=ray,ray,ray,copy,copy,trap,trap,recovery",
+    "tiles slow to estimate": b"position=start&set=battery_tiles=40&set=disc_tiles=40",
+    "80 set items": b"position=start&" + b"&".join([b"set=health=1"] * 80),
+}
+
+
+@pytest.mark.parametrize("query", HOSTILE_QUERIES.values(), ids=HOSTILE_QUERIES.keys())
+def test_hostile_set_parameters_are_a_400_in_one_line_and_write_nothing(tiny, query):
+    before = cache_listing(tiny.cache_dir)
+    app = tiny.client.app
+    started = time.monotonic()
+    for path in ("/api/query", "/", "/api/step", "/coach", "/rules"):
+        status, body = asgi_get(app, path, query)
+        assert status == 400, (path, body[:200])
+        text = body.decode()
+        if path.startswith("/api/"):
+            text = json.loads(text)["error"]
+            assert "\n" not in text.strip() and "Traceback" not in text
+    assert time.monotonic() - started < 10  # refused at once, nothing estimated for long
+    assert cache_listing(tiny.cache_dir) == before
+
+
+# --- compare ------------------------------------------------------------------------------------
+
+
+def sides(a: list[str], b: list[str]) -> list[tuple[str, str]]:
+    return [("a", item) for item in a] + [("b", item) for item in b]
+
+
+def test_api_compare_gives_two_query_json_answers_and_rows_from_them(tiny, cheaper):
+    response = tiny.client.get("/api/compare", params=sides(TINY, [*TINY, CHEAPER_COUNTER]))
+    assert response.status_code == 200, response.text
+    compared = response.json()
+    for side, overrides in (("a", TINY), ("b", [*TINY, CHEAPER_COUNTER])):
+        done = CliRunner().invoke(main, ["query", "start", "--json", *settings(overrides), "--cache-dir", tiny.cache_dir])
+        assert compared[side]["start"] == json.loads(done.stdout)
+        assert compared[side]["fingerprint"] == fingerprint(apply_overrides(RuleSet(), overrides))
+        for seat in ("p1", "p2"):
+            assert sum(compared[side]["usage"][seat].values()) == pytest.approx(1.0, abs=1e-9)
+    rows = {row["label"]: row for row in compared["rows"]}
+    assert rows["value to P1"]["a"] == compared["a"]["start"]["value"]
+    assert rows["mean length (turns)"]["b"] == compared["b"]["start"]["length"]["mean"]
+    assert rows["P1 opens with move"]["b"] == compared["b"]["start"]["p1_strategy"]["move"]
+    assert rows["P2 plays counter"]["a"] == compared["a"]["usage"]["p2"]["counter"]
+    for row in compared["rows"]:
+        assert row["difference"] == pytest.approx(row["b"] - row["a"])
+        if row["unit"] == "share":
+            assert row["highlighted"] == (abs(row["difference"]) > 0.01)
+    assert any(row["highlighted"] for row in compared["rows"]) and not rows["value to P1"]["highlighted"]
+
+
+def test_the_compare_page_shows_both_rule_sets_and_highlights_the_rows_that_differ(tiny, cheaper):
+    params = sides(TINY, [*TINY, CHEAPER_COUNTER])
+    compared = tiny.client.get("/api/compare", params=params).json()
+    page = tiny.client.get("/compare", params=params).text
+    assert page.count('<tr class="row differs">') == sum(row["highlighted"] for row in compared["rows"]) > 0
+    assert page.count('<tr class="row') == len(compared["rows"])
+    assert compared["a"]["fingerprint"] in page and compared["b"]["fingerprint"] in page
+    assert "cost.counter.disc=1" in re.search(r'id="head-b">.*?<code class="changed">([^<]*)<', page, re.S).group(1)
+    assert page.count("<script>") == 0  # the compare page runs none
+
+
+def test_every_position_page_links_to_the_comparison_with_the_printed_rules(tiny, cheaper):
+    for params in ({"position": "start"}, {"position": "start", "set": CHEAPER_COUNTER}):
+        page = tiny.client.get("/", params=params).text
+        link = re.search(r'id="compare-printed" href="([^"]+)"', page).group(1).replace("&amp;", "&")
+        query = parse_qs(urlsplit(link).query)
+        rules = apply_overrides(tiny.rules, [params["set"]] if "set" in params else [])
+        assert apply_overrides(RuleSet(), query["a"]) == rules and "b" not in query  # b: the printed rules
+        started = re.search(r'id="compare-started" href="([^"]+)"', page)
+        assert (started is None) == ("set" not in params)  # rules changed on the page: also with those started with
+        if started:
+            query = parse_qs(urlsplit(started.group(1).replace("&amp;", "&")).query)
+            assert apply_overrides(RuleSet(), query["a"]) == tiny.rules and apply_overrides(RuleSet(), query["b"]) == rules
+
+
+def test_a_bad_side_is_a_400_naming_the_side_with_the_clis_line(tiny):
+    before = cache_listing(tiny.cache_dir)
+    done = CliRunner().invoke(main, ["query", "start", "--json", "--set", "health=0"])
+    response = tiny.client.get("/api/compare", params=sides(TINY, ["health=0"]))
+    assert response.status_code == 400
+    assert done.stderr.strip() == f"charge-spark: error: {response.json()['error'].removeprefix('b: ')}"
+    page = tiny.client.get("/compare", params=[*sides([*TINY, "name=<script>x</script>"], []), ("b", "bogus=<b>")])
+    assert page.status_code == 400 and "<script>x" not in page.text and "&lt;script&gt;x&lt;/script&gt;" in page.text
+    assert cache_listing(tiny.cache_dir) == before
+
+
+def test_a_rule_set_too_large_for_the_memory_is_refused_at_once_with_nothing_queued(tiny, monkeypatch):
+    import solver.explore.solves
+
+    monkeypatch.setattr(solver.explore.solves, "states_that_fit", lambda per_state: 1000)  # a small machine
+    before = cache_listing(tiny.cache_dir)
+    larger = apply_overrides(tiny.rules, ["health=2"])
+    for path, params in [("/api/query", {"position": "start", "set": "health=2"}),
+                         ("/api/compare", sides(TINY, [*TINY, "health=2"]))]:
+        response = tiny.client.get(path, params=params)
+        assert response.status_code == 400
+        error = response.json()["error"]
+        assert "\n" not in error and "would not fit in the memory available (about 1,000 states)" in error
+        assert error.startswith("b: " if "compare" in path else f"the table of these rules [{fingerprint(larger)}]")
+    solves = tiny.client.app.state.rule_sets.solves
+    unstored = [*TINY, "counter_reflect=3"]  # would be queued, but its other side is refused: nothing is
+    assert tiny.client.get("/api/compare", params=sides(unstored, [*TINY, "health=2"])).status_code == 400
+    assert solves.status(fingerprint(apply_overrides(RuleSet(), unstored))) is None
+    page = tiny.client.get("/rules", params={"position": "start", "health": "2"}, follow_redirects=False)
+    assert page.status_code == 400 and "would not fit in the memory available" in page.text
+    assert solves.status(fingerprint(larger)) is None  # nothing queued
+    assert cache_listing(tiny.cache_dir) == before
+
+
+def test_the_progress_page_refreshes_itself_until_the_answer_is_there(tiny):
+    harder = "damage.spark=2"
+    page = tiny.client.get("/", params={"position": "start", "set": harder})
+    assert page.status_code == 202
+    assert re.search(r'<meta http-equiv="refresh" content="\d+">', page.text) and "<script" not in page.text
+    assert fingerprint(apply_overrides(tiny.rules, [harder])) in page.text and "damage.spark=2" in page.text
+    assert page.headers["content-security-policy"].startswith("default-src 'none'")
+    assert re.search(r'class="state">(waiting: 0 solves before it|solving)<', page.text)
+    assert answered(tiny.client, "/api/query", {"position": "start", "set": harder}).status_code == 200
+    assert tiny.client.get("/", params={"position": "start", "set": harder}).status_code == 200
+
+
+def test_a_comparison_waits_for_both_sides_solved_in_order(tiny):
+    a, b = [*TINY, "counter_reflect=1"], [*TINY, "cost.barrier.battery=1"]  # neither stored
+    first = tiny.client.get("/api/compare", params=sides(a, b))
+    assert first.status_code == 202
+    waiting = first.json()
+    assert set(waiting["sides"]) == {"a", "b"} and waiting["status"] in ("queued", "solving")
+    assert waiting["sides"]["b"]["progress"]["solves_ahead"] >= 1  # queued in order: a's solve first
+    page = tiny.client.get("/compare", params=sides(a, b))
+    assert page.status_code == 202 and 'id="solve-a"' in page.text and 'id="solve-b"' in page.text
+    assert '<meta http-equiv="refresh"' in page.text
+    compared = answered(tiny.client, "/api/compare", sides(a, b)).json()
+    for side, overrides in (("a", a), ("b", b)):
+        done = CliRunner().invoke(main, ["query", "start", "--json", *settings(overrides), "--cache-dir", tiny.cache_dir])
+        assert compared[side]["start"] == json.loads(done.stdout)
+
+
+def child_processes(pid: int) -> list[int]:
+    """The processes whose parent is `pid`."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(stat.parent.name))
+    return children
+
+
+def test_pages_are_answered_while_a_solve_runs_and_ctrl_c_leaves_the_cache_as_it_was(tiny):
+    """The command itself: a solve in its worker, the stored table answered meanwhile, then Ctrl-C."""
+    import statistics
+    import urllib.request
+
+    before = cache_listing(tiny.cache_dir)
+    larger = "health=3"  # about 66,000 states: a solve that lasts
+    running = ExploreServer([*settings(TINY), "--cache-dir", tiny.cache_dir])
+    try:
+        query = f"{running.url}api/query?{urlencode({'position': 'start', 'set': larger})}"
+        deadline = time.monotonic() + 600
+        while True:
+            response = urllib.request.urlopen(query, timeout=30)
+            waiting = json.loads(response.read())
+            assert response.status == 202, waiting
+            if waiting["status"] == "solving" and waiting["progress"]["phase"] == "solving":
+                progress = waiting["progress"]
+                assert progress["states_found"] == progress["states_to_solve"] > progress["states_solved"] >= 0
+                assert progress["ranks_solved"] >= 0 and progress["elapsed_seconds"] > 0
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        workers = child_processes(running.process.pid)
+        assert workers  # the solve runs in a process of its own
+        latencies = []
+        for position in tiny.positions(30, seed=4):
+            started = time.perf_counter()
+            status, _ = raw_get(running.url, f"/api/query?{urlencode({'position': position})}")
+            latencies.append(time.perf_counter() - started)
+            assert status == 200
+        print(f"/api/query on the stored table while a solve runs: median {1000 * statistics.median(latencies):.1f} ms")
+        assert statistics.median(latencies) < 1.0
+    finally:
+        status = running.stop()
+    assert status == 130
+    assert running.process.stderr.read().strip() == "charge-spark: interrupted; the explorer stopped; nothing partial was saved"
+    ended = time.monotonic() + 10  # the worker, and multiprocessing's helper, end with the server
+    while [pid for pid in workers if Path(f"/proc/{pid}").exists()] and time.monotonic() < ended:
+        time.sleep(0.1)
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+    assert cache_listing(tiny.cache_dir) == before
+
+
 # --- a real browser -----------------------------------------------------------------------------
 
 no_browser = missing_browser()
@@ -459,6 +835,45 @@ def test_a_browser_clicks_through_positions_and_plays_the_coach(server, tmp_path
         assert "Total cost of your cards" in summary and "seed" in driver.find_element(By.ID, "coach-setup").text
         png = tmp_path / "coach.png"
         driver.save_screenshot(str(png))
+        assert png.stat().st_size > 10_000
+        assert console(driver) == []
+    finally:
+        driver.quit()
+
+
+@pytest.mark.skipif(no_browser is not None, reason=f"no browser to drive: {no_browser}")
+def test_a_browser_changes_a_cost_watches_it_solve_and_compares(server, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    change = ("cost.lightning.battery", "1")  # a rule set nothing else in this module asks for
+    driver = chrome()
+    try:
+        driver.get(server.url)
+        driver.find_element(By.CSS_SELECTOR, "#rules summary").click()
+        box = driver.find_element(By.CSS_SELECTOR, f'#rules-form input[name="{change[0]}"]')
+        assert box.get_attribute("value") == "2"
+        box.clear()
+        box.send_keys(change[1])
+        driver.find_element(By.ID, "apply-rules").click()
+        # Not stored: the progress page, which looks again by itself until the answer is there.
+        WebDriverWait(driver, 60).until(expected_conditions.presence_of_element_located((By.CSS_SELECTOR, ".solve")))
+        assert parse_qs(urlsplit(driver.current_url).query)["set"] == ["=".join(change)]
+        assert "solving the rules asked for" in driver.find_element(By.TAG_NAME, "h1").text
+        WebDriverWait(driver, 600).until(expected_conditions.presence_of_element_located((By.ID, "position")))
+        assert "=".join(change) in driver.find_element(By.ID, "changed").text
+        assert driver.find_element(By.ID, "settings").text == "=".join(change)
+        assert console(driver) == []
+
+        driver.get(f"{server.url}compare?{urlencode(sides(TINY, [*TINY, '='.join(change)]))}")
+        WebDriverWait(driver, 600).until(expected_conditions.presence_of_element_located((By.ID, "compare")))
+        highlighted = driver.find_elements(By.CSS_SELECTOR, "#compare tr.row.differs")
+        plain = driver.find_element(By.CSS_SELECTOR, "#compare tr.row:not(.differs) td")
+        marked = {row.find_element(By.TAG_NAME, "td").value_of_css_property("background-color") for row in highlighted}
+        assert highlighted and len(marked) == 1 and plain.value_of_css_property("background-color") not in marked
+        png = tmp_path / "compare.png"
+        screenshot_page(driver, png)
         assert png.stat().st_size > 10_000
         assert console(driver) == []
     finally:

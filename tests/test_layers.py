@@ -139,3 +139,85 @@ def test_a_missing_hint_is_caught():
     assert unhinted_public_functions("def solve(game) -> int:\n    return 0\n") == ["solve (line 1)"]
     assert unhinted_public_functions("def solve(game: int):\n    return 0\n") == ["solve (line 1)"]
     assert unhinted_public_functions("def _kernel(a):\n    return a\n") == []
+
+
+# --- the faces: the explorer never imports the command line ------------------------------------
+
+
+def module_level_imports(tree: ast.Module, module: str, is_package: bool) -> set[str]:
+    """The modules importing `module` runs at once (its top-level imports, not
+    those inside functions or under `if TYPE_CHECKING:`), with their packages."""
+    top_level = ast.Module(body=[node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))],
+                           type_ignores=[])
+    found = set()
+    for _, target, names in imported_modules(top_level, module, is_package):
+        found.add(target)
+        found.update(f"{target}.{name}" for name in names)  # `from . import x` may import the module x
+    return {f for f in found if f} | {parent for f in found for parent in _parents(f)}
+
+
+def _parents(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def known_modules() -> dict[str, tuple[ast.Module, bool]]:
+    return {module_name(path): (ast.parse(path.read_text()), path.name == "__init__.py") for path in source_modules()}
+
+
+def import_chain(start: str, target: str, modules: dict[str, tuple[ast.Module, bool]]) -> list[str] | None:
+    """The chain of module-level imports by which importing `start` imports `target`, or None."""
+    came_from: dict[str, str | None] = {start: None}
+    for parent in _parents(start):
+        came_from.setdefault(parent, start)
+    queue = [start, *_parents(start)]
+    while queue:
+        module = queue.pop(0)
+        if module == target:
+            chain = [module]
+            while (previous := came_from[chain[-1]]) is not None:
+                chain.append(previous)
+            return chain[::-1]
+        if module not in modules:
+            continue  # not ours (or a name imported from a module, not a module)
+        tree, is_package = modules[module]
+        for imported in sorted(module_level_imports(tree, module, is_package)):
+            if imported not in came_from:
+                came_from[imported] = module
+                queue.append(imported)
+    return None
+
+
+def imports_anywhere(tree: ast.Module, module: str, is_package: bool, target: str) -> list[int]:
+    """The lines where `module` imports `target` (or a name of it), at any depth."""
+    return [line for line, imported, names in imported_modules(tree, module, is_package)
+            if imported == target or imported.startswith(target + ".")
+            or any(f"{imported}.{name}" == target for name in names)]
+
+
+def test_the_explorer_never_imports_the_command_line():
+    modules = known_modules()
+    explorer = sorted(m for m in modules if m == "solver.explore" or m.startswith("solver.explore."))
+    assert "solver.explore.app" in explorer and "solver.cli" in modules
+    direct = [f"{m}:{line}" for m in explorer for line in imports_anywhere(modules[m][0], m, modules[m][1], "solver.cli")]
+    assert not direct, "the explorer imports the command line at " + ", ".join(direct)
+    chains = [" -> ".join(chain) for m in explorer if (chain := import_chain(m, "solver.cli", modules))]
+    assert not chains, "\n".join(chains)
+
+
+def test_an_import_of_the_command_line_is_caught():
+    modules = known_modules()
+    answers, is_package = modules["solver.explore.answers"]
+    assert imports_anywhere(ast.parse("def f():\n    from ..cli import printable\n"), "solver.explore.answers",
+                            False, "solver.cli") == [2]
+    assert imports_anywhere(ast.parse("from .. import cli\n"), "solver.explore.answers", False, "solver.cli") == [1]
+    # A chain through a module of the application: the explorer imports it, it imports the command line.
+    planted = dict(modules, **{"solver.answering": (ast.parse("import json\nfrom .cli import main\n"), False)})
+    chain = import_chain("solver.explore.answers", "solver.cli", planted)
+    assert chain is not None and chain[0] == "solver.explore.answers" and chain[-2:] == ["solver.answering", "solver.cli"]
+    # Imports inside a function or for type checking only run no module at import time.
+    lazy = dict(modules, **{"solver.answering": (ast.parse(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .cli import main\n"
+        "def f():\n    from .cli import main\n"), False)})
+    assert import_chain("solver.explore.answers", "solver.cli", lazy) is None
+    assert answers and not is_package

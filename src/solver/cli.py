@@ -11,16 +11,13 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 import numpy as np
 
-from rules.charge_spark.cards import UnknownCardError
 from rules.charge_spark.config import (
-    RulesError,
     RuleSet,
     apply_overrides,
     canonical_mapping,
@@ -30,31 +27,26 @@ from rules.charge_spark.config import (
     rules_to_toml,
 )
 from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
-from rules.charge_spark.notation import PositionError, format_position, parse_position
-from rules.charge_spark.size import estimate_reachable
-from rules.charge_spark.state import Position, initial_position
+from rules.charge_spark.notation import format_position, parse_position
+from rules.charge_spark.state import initial_position
 from rules.charge_spark.turn import KNOCK_OUT, MOON
 
-from .analysis.results_cache import PartsFileError, ResultsCache
+from .analysis.results_cache import ResultsCache
+from .answering import answer_at, lasting_at, query_json
 from .core.files import OutputError, check_writable, write_text_atomically
-from .core.graph import GraphTooLargeError
-from .core.jobs import SchedulerError, WorkersLostError
 from .core.outcome import Outcome, Seat, win_probability
 from .core.resources import FOLLOW_PLAY_BYTES_PER_STATE, states_that_fit, usable_cores
 from .core.result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
 from .core.table_file import table_path
 from .storage import CACHE_ENV, default_cache_dir
 from .sweep import SweepError
-from .tables import resume_dir_of, solve_to_boundary, solved_table, stored_part
+from .tables import resume_dir_of, solved_table, stored_part
+from .user_errors import USER_ERRORS, printable
 
 if TYPE_CHECKING:  # imported where used: scipy's solvers are no part of the other commands' start
-    from .analysis.stalls import LengthAndStalls, LengthFigures
+    from .analysis.stalls import LengthAndStalls
 
 
-USER_ERRORS = (  # and OutputError, below
-    RulesError, PositionError, UnknownCardError, GraphTooLargeError, SchedulerError, SweepError, WorkersLostError,
-    PartsFileError,
-)
 CERTIFICATE_BOUND = 1e-9
 _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM}
 
@@ -106,12 +98,6 @@ def _caused_by_interrupt(error: BaseException | None) -> bool:
         error = error.__cause__ or error.__context__
         seen += 1
     return False
-
-
-def printable(text: str) -> str:
-    """`text` on one line with control characters escaped: messages echo user
-    input, which must neither break the line nor reach the terminal raw."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @click.group(cls=ChargeSparkCLI)
@@ -240,8 +226,10 @@ def query(
     rule_set = rules_in_force(rules_file, overrides)
     parsed = parse_position(position, rule_set)
     started = time.perf_counter()
-    answer, result, source, edge = answer_at(rule_set, parsed, cache_dir, max_states, show_progress=not as_json)
-    lasting = lasting_at(rule_set, parsed, result, cache_dir, source, edge, follow_play)
+    answer, result, source, edge = answer_at(rule_set, parsed, cache_dir, max_states, show_progress=not as_json,
+                                             warn=warn)
+    lasting = lasting_at(rule_set, parsed, result, cache_dir, source, edge, follow_play, warn=warn,
+                         note=lambda message: click.echo(f"charge-spark: {printable(message)}", err=True))
     elapsed = time.perf_counter() - started
     if as_json:
         click.echo(json.dumps(query_json(rule_set, format_position(parsed, rule_set), answer, result, lasting)))
@@ -264,57 +252,6 @@ def hurry_line(figures: HurryFigures) -> str:
         f" ({verdict}); {figures.fallback_states:,} states keep the value solve's strategy;"
         f" {figures.standoff_states:,} standoff states (the value depends on how endless play is scored)"
     )
-
-
-def lasting_at(rule_set: RuleSet, position: Position, result: SolveResult, cache_dir: str | None, source: Path | None,
-               edge: Path | None, follow_play: bool = False) -> LengthAndStalls | None:
-    """The length figures and stalls from `position`, where `answer_at` answered it (None past a table's
-    edge, and from a large stored table that does not keep them unless `follow_play`)."""
-    from .analysis.stalls import length_and_stalls_at
-
-    return length_and_stalls_at(
-        rule_set, ChargeSparkGame(rule_set).encode(position), result,
-        Path(cache_dir) if cache_dir else default_cache_dir(), source, edge is not None, warn,
-        lambda message: click.echo(f"charge-spark: {printable(message)}", err=True), follow_play,
-    )
-
-
-def answer_at(
-    rule_set: RuleSet, position, cache_dir: str | None, max_states: int | None, show_progress: bool,
-) -> tuple[StateAnswer, SolveResult, Path | None, Path | None]:
-    """The answer at `position`, with the path of the stored table it came
-    from, and the path of the stored table at whose edge it was solved.
-
-    From the stored table of the rules if one holds it; else by solving what
-    is reachable from it. Where a table of the rules is stored but does not
-    hold the position (a handicap start, say), play from it is solved only
-    until it reaches states the table holds, and their figures are read from
-    it: seconds instead of a whole solve. With no table, unless the estimate
-    of the part reachable clearly exceeds the limit: the estimate is made
-    from `position` itself (measured as closely for other positions as for
-    the start), so a late position of a large game is still answered."""
-    game = ChargeSparkGame(rule_set)
-    code = game.encode(position)
-    key = fingerprint(rule_set)
-    path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
-    # Only the state and its successors are read: a stored table can be gigabytes.
-    result = stored_part(path, key, code, ReferenceChargeSparkGame(rule_set), warn)
-    source = path if result is not None else None
-    edge = None
-    if result is None:
-        from .core.solve import solve_from
-
-        where = "from the start" if position == initial_position(rule_set) else "from this position"
-        result, used = solve_to_boundary(path, key, lambda boundary: solve_from(
-            game, [code], show_progress=show_progress and sys.stderr.isatty(), max_states=max_states,
-            estimated_states=estimate_reachable(rule_set, position), estimated_from=where,
-            workers=usable_cores(), boundary=boundary,
-        ), warn)
-        edge = path if used else None
-    # One stage game from a stored table: the readable engine builds it at once,
-    # where loading the compiled one would cost more than the whole answer.
-    answer = result.answer(code, game if source is None else ReferenceChargeSparkGame(rule_set))
-    return answer, result, source, edge
 
 
 @main.command()
@@ -522,7 +459,7 @@ def export_nfg(
 
     rule_set = rules_in_force(rules_file, overrides)
     parsed = parse_position(position, rule_set)
-    answer, _, _, _ = answer_at(rule_set, parsed, cache_dir, max_states, show_progress=output is not None)
+    answer, _, _, _ = answer_at(rule_set, parsed, cache_dir, max_states, show_progress=output is not None, warn=warn)
     title = f"Charge & Spark {format_position(parsed, rule_set)} [rules {fingerprint(rule_set)}]"
     text = write_nfg(np.array(answer.matrix), answer.rows, answer.cols, title, labels=labels)
     if output is None:
@@ -664,47 +601,6 @@ def csv_output(out: str | None):
         yield stream
 
 
-def query_json(
-    rule_set: RuleSet, position: str, answer: StateAnswer, result: SolveResult, lasting: LengthAndStalls | None = None,
-) -> dict:
-    """The answer as JSON; `lasting`: the `LengthAndStalls` from the position (None: not known)."""
-    length = _length_figures(answer, lasting)
-    game = ChargeSparkGame(rule_set)
-    return {
-        "rules": canonical_mapping(rule_set),
-        "fingerprint": fingerprint(rule_set),
-        "position": position,
-        "value": answer.value,
-        "p1_win": win_probability(answer.terminal_probability, result.terminal_outcomes, Seat.P1),
-        "p2_win": win_probability(answer.terminal_probability, result.terminal_outcomes, Seat.P2),
-        "outcomes": dict(answer.terminal_probability),
-        "unending": answer.unending_probability,
-        "expected_length": None if math.isnan(answer.expected_length) else answer.expected_length,
-        "length": {"mean": length.mean, "median": length.median, "p_beyond_200": length.p_beyond_200},
-        "stalls": None if lasting is None else [
-            {**asdict(stall), "position": format_position(game.decode(stall.position), rule_set),
-             "code": stall.position}
-            for stall in lasting.stalls
-        ],
-        "p1_strategy": answer.row_strategy,
-        "p2_strategy": answer.col_strategy,
-        "matrix": {"rows": list(answer.rows), "cols": list(answer.cols), "values": [list(r) for r in answer.matrix]},
-        "exploitability": answer.exploitability,
-        "certificate": {
-            "exploitability": answer.exploitability,
-            "p1_guarantee": answer.p1_guarantee,
-            "p2_guarantee": answer.p2_guarantee,
-            "bellman_residual": result.bellman_residual,
-            "max_exploitability_all_states": result.table_max_exploitability,
-            "strict_exploitability": answer.strict_exploitability,
-            "unending_dependence": answer.unending_dependence,
-            "states": result.table_states,
-            "method": result.method,
-            "seconds": {phase: round(seconds, 3) for phase, seconds in result.timings.items()},
-        },
-    }
-
-
 def rules_difference(rule_set: RuleSet) -> str:
     """The keys that differ from the printed rules, as KEY=VALUE."""
     return " ".join(differences_from_default(rule_set)) or "none"
@@ -719,15 +615,6 @@ def wins_line(answer: StateAnswer, outcomes: tuple[Outcome, ...], seat: Seat) ->
         f"{WON.get(o.kind, o.kind)} {answer.terminal_probability[o.label]:.6f}" for o in outcomes if o.winner == seat
     )
     return f"{win_probability(answer.terminal_probability, outcomes, seat):.6f}   ({ways})"
-
-
-def _length_figures(answer: StateAnswer, lasting: LengthAndStalls | None) -> LengthFigures:
-    """The `LengthFigures` of `lasting`, or without it the mean alone."""
-    from .analysis.stalls import LengthFigures, mean_length
-
-    if lasting is not None:
-        return lasting.length
-    return LengthFigures(mean_length(answer.expected_length, answer.unending_probability), None, None)
 
 
 def _spread_text(answer: StateAnswer, lasting: LengthAndStalls | None) -> str:

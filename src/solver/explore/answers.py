@@ -21,8 +21,9 @@ from rules.charge_spark.notation import format_position, parse_position
 from rules.charge_spark.state import Position
 from rules.charge_spark.turn import Winner, legal_cards, resolve_turn
 
-from ..cli import USER_ERRORS, answer_at, lasting_at, printable, query_json
+from ..answering import answer_at, lasting_at, query_json
 from ..core.result import SolveResult, StateAnswer
+from ..user_errors import USER_ERRORS, one_line
 
 KEPT_ANSWERS = 1024
 """Answers remembered per server (tens of kilobytes each, with the part of the table read for them):
@@ -39,7 +40,7 @@ BAD_INPUT = (*USER_ERRORS, ExploreInputError)
 
 def message(error: Exception) -> str:
     """The one line the CLI prints for `error` (after `charge-spark: error: `)."""
-    return printable(str(error))
+    return one_line(error)
 
 
 @dataclass(frozen=True)
@@ -81,9 +82,12 @@ class Explorer:
     between a server's threads: reads are serialised (two cores gain nothing
     from reading one memory-mapped file at once)."""
 
-    def __init__(self, rules: RuleSet, cache_dir: str | None) -> None:
+    def __init__(self, rules: RuleSet, cache_dir: str | None, settings: tuple[str, ...] = (),
+                 started: RuleSet | None = None) -> None:
         self.rules = rules
         self.cache_dir = cache_dir
+        self.settings = settings  # the `set=` items that make `rules` from the rules the explorer started with
+        self.started = started or rules  # the rules the explorer started with
         self.fingerprint = fingerprint(rules)
         self.game = ChargeSparkGame(rules)
         self._lock = threading.RLock()

@@ -1,10 +1,18 @@
-"""The explorer's routes (Starlette). Five, all GET, and nothing else:
+"""The explorer's routes (Starlette). Eight, all GET, and nothing else:
 
     /              the position page (?position=...; &p1=&p2= a pair chosen; &from= the position it was played from)
     /coach         a game against the solver (?position=&seat=1|2&seed=&moves=card,card,...)
+    /rules         the rules form's target: its changed keys as `set=` items, sent on to the position page
+    /compare       two rule sets side by side (?a=KEY=VALUE&...&b=KEY=VALUE&..., each over the printed rules)
+    /api/compare   the same figures as JSON
     /api/query     the object `query --json` prints (?position=...)
     /api/step      where a pair of cards leads, with each outcome's chance (?position=&p1=&p2=)
     /api/coach     a coached game replayed, as JSON (the /coach parameters)
+
+Every page and API takes repeatable `set=KEY=VALUE` items, applied as `--set`
+applies them on top of the rules the explorer was started with. A query
+string longer than `MAX_QUERY_BYTES` or with more than `MAX_PARAMETERS`
+parameters is refused before it is read.
 
 No route reads a file named by a request, so no path reaches the disk. Bad
 input is a 400 with the CLI's one line (JSON from the API, a page with the
@@ -26,9 +34,13 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from rules.charge_spark.notation import format_position, parse_position
+
 from .answers import BAD_INPUT, ExploreInputError, Explorer, message
 from .coach import CoachGame, parse_moves, parse_seat, parse_seed, replay
-from .pages import coach_page, error_page, position_page, url
+from .compare import Side, compare_json, side_of, side_rules
+from .pages import coach_page, compare_page, error_page, link, position_page, solving_page, url
+from .rule_sets import RuleSets, TableNotReady, rules_keys, settings_between
 
 SECURITY_HEADERS = [
     # Inline styles and script only; no frames, no plugins, nothing fetched from elsewhere.
@@ -38,7 +50,12 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
     (b"cache-control", b"no-store"),
 ]
-NOT_FOUND = "no such page; the explorer serves /, /coach, /api/query, /api/step and /api/coach"
+NOT_FOUND = ("no such page; the explorer serves /, /coach, /rules, /compare, /api/query, /api/step, /api/coach and"
+             " /api/compare")
+MAX_QUERY_BYTES = 16_384
+"""The longest query string read (a coached game of hundreds of turns fits)."""
+MAX_PARAMETERS = 100
+"""The most query parameters read (the rules form sends about 40)."""
 
 
 class SecurityHeaders:
@@ -60,6 +77,29 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+class QueryLimits:
+    """Refuses a query string past `MAX_QUERY_BYTES` or `MAX_PARAMETERS` with a one-line 400, before any route reads it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            query: bytes = scope.get("query_string", b"")
+            problem = None
+            if len(query) > MAX_QUERY_BYTES:
+                problem = f"the query string is too long ({len(query):,} bytes; at most {MAX_QUERY_BYTES:,})"
+            elif query.count(b"&") + 1 > MAX_PARAMETERS:
+                problem = f"too many query parameters ({query.count(b'&') + 1:,}; at most {MAX_PARAMETERS})"
+            if problem is not None:
+                api = scope.get("path", "").startswith("/api/")
+                response = (JSONResponse({"error": problem}, status_code=400) if api
+                            else PlainTextResponse(problem, status_code=400))
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 def _param(request: Request, name: str) -> str | None:
     return request.query_params.get(name)
 
@@ -68,15 +108,32 @@ def _bad_json(error: Exception) -> JSONResponse:
     return JSONResponse({"error": message(error)}, status_code=400)
 
 
-def create_app(explorer: Explorer, allowed_hosts: Sequence[str] | None = None) -> Starlette:
-    """The explorer over `explorer`'s table; requests naming another host than
-    `allowed_hosts` (None: any) are refused, so a web page elsewhere cannot
-    reach a loopback server through a name it controls (DNS rebinding)."""
+def _settings(request: Request) -> list[str]:
+    return request.query_params.getlist("set")
+
+
+def waiting_page(waiting: TableNotReady) -> HTMLResponse:
+    """The progress page of the tables a request waits for (202: not the answer yet)."""
+    return HTMLResponse(solving_page(waiting.waiting, started_url=url("/", position="start")), status_code=202)
+
+
+def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
+               rule_sets: RuleSets | None = None) -> Starlette:
+    """The explorer over `started`'s table, and over those of the rule sets
+    `set=` items make from its rules (`rule_sets`); requests naming another
+    host than `allowed_hosts` (None: any) are refused, so a web page elsewhere
+    cannot reach a loopback server through a name it controls (DNS rebinding)."""
+    rule_sets = rule_sets or RuleSets(started)
+
+    def explorer_of(request: Request) -> Explorer:
+        return rule_sets.explorer(_settings(request))
 
     def json_route(answer: Callable[[Request], dict]) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:
             try:
                 return JSONResponse(answer(request))
+            except TableNotReady as waiting:
+                return JSONResponse(waiting.as_json(), status_code=202)
             except BAD_INPUT as error:
                 return _bad_json(error)
         return endpoint
@@ -85,21 +142,29 @@ def create_app(explorer: Explorer, allowed_hosts: Sequence[str] | None = None) -
         def endpoint(request: Request) -> Response:
             try:
                 return render(request)
+            except TableNotReady as waiting:
+                return waiting_page(waiting)
             except BAD_INPUT as error:
                 box = (_param(request, "position") or "")[:2000]
-                return HTMLResponse(error_page(explorer, message(error), box), status_code=400)
+                try:  # the page of the rule set asked for, where its rules are good
+                    shown = explorer_of(request)
+                except (*BAD_INPUT, TableNotReady):
+                    shown = started
+                return HTMLResponse(error_page(shown, message(error), box), status_code=400)
         return endpoint
 
     def api_query(request: Request) -> dict:
+        explorer = explorer_of(request)
         return explorer.query(explorer.position(_param(request, "position")))
 
     def api_step(request: Request) -> dict:
+        explorer = explorer_of(request)
         position = explorer.position(_param(request, "position"))
         card1 = explorer.card(position, 0, _param(request, "p1"))
         card2 = explorer.card(position, 1, _param(request, "p2"))
         return explorer.step_json(explorer.step(position, card1, card2))
 
-    def coached(request: Request) -> tuple[CoachGame, list[str]]:
+    def coached(explorer: Explorer, request: Request) -> tuple[CoachGame, list[str]]:
         start = explorer.position(_param(request, "position") or "start")
         seed = parse_seed(_param(request, "seed"))
         if seed is None:
@@ -108,10 +173,12 @@ def create_app(explorer: Explorer, allowed_hosts: Sequence[str] | None = None) -
         return replay(explorer, start, parse_seat(_param(request, "seat")), seed, moves), moves
 
     def api_coach(request: Request) -> dict:
-        game, _ = coached(request)
+        explorer = explorer_of(request)
+        game, _ = coached(explorer, request)
         return coach_json(explorer, game)
 
     def home(request: Request) -> Response:
+        explorer = explorer_of(request)
         position = explorer.position(_param(request, "position") or "start")
         p1, p2 = _param(request, "p1"), _param(request, "p2")
         origin = _param(request, "from")
@@ -126,14 +193,66 @@ def create_app(explorer: Explorer, allowed_hosts: Sequence[str] | None = None) -
                                           box=_param(request, "position")))
 
     def coach(request: Request) -> Response:
+        explorer = explorer_of(request)
         if parse_seed(_param(request, "seed")) is None:
             # A seed of its own, in the address: the game can then be replayed from it.
             seat = parse_seat(_param(request, "seat")) + 1
             position = explorer.text(explorer.position(_param(request, "position") or "start"))
-            return RedirectResponse(url("/coach", position=position, seat=seat, seed=secrets.randbelow(10**9)),
-                                    status_code=303)
-        game, moves = coached(request)
+            return RedirectResponse(link(explorer, "/coach", position=position, seat=seat,
+                                         seed=secrets.randbelow(10**9)), status_code=303)
+        game, moves = coached(explorer, request)
         return HTMLResponse(coach_page(explorer, game, moves))
+
+    def apply_rules(request: Request) -> Response:
+        """The rules form sent: each key whose value differs from the rules the explorer started
+        with becomes a `set=` item (any other name too, to be refused as `--set` refuses it)."""
+        started_with = rules_keys(started.rules)
+        items = list(_settings(request))
+        for key, value in request.query_params.multi_items():
+            if key not in ("position", "set") and started_with.get(key) != value:
+                items.append(f"{key}={value}")
+        rules = rule_sets.rules(items)
+        rule_sets.check_solvable(rules)  # refused here, before the page is asked for
+        try:  # the same position under the new rules, where it is one
+            position = format_position(parse_position(_param(request, "position") or "start", rules), rules)
+        except BAD_INPUT:
+            position = "start"
+        return RedirectResponse(url("/", settings_between(started.rules, rules), position=position), status_code=303)
+
+    def side_items(request: Request) -> list[tuple[str, list[str]]]:
+        return [(name, [item for item in request.query_params.getlist(name) if item.strip()]) for name in ("a", "b")]
+
+    def compared(request: Request) -> tuple[Side, Side]:
+        """Both sides, each table queued for solving where it is not stored (`TableNotReady` for those)."""
+        explorers, waiting = [], []
+        both = [(name, items, side_rules(items, name)) for name, items in side_items(request)]
+        for name, _, rules in both:  # both good and solvable before either is queued
+            try:
+                rule_sets.check_solvable(rules)
+            except BAD_INPUT as error:
+                raise ExploreInputError(f"{name}: {message(error)}") from None
+        for name, items, rules in both:
+            try:
+                explorers.append((rule_sets.explorer_for(rules, name), items))
+            except TableNotReady as not_ready:
+                waiting += not_ready.waiting
+            except BAD_INPUT as error:
+                raise ExploreInputError(f"{name}: {message(error)}") from None
+        if waiting:
+            raise TableNotReady(waiting)
+        (a, a_items), (b, b_items) = explorers
+        return side_of(a, a_items), side_of(b, b_items)
+
+    def api_compare(request: Request) -> dict:
+        return compare_json(*compared(request))
+
+    def compare(request: Request) -> Response:
+        try:
+            return HTMLResponse(compare_page(side_items(request), compared(request)))
+        except TableNotReady as waiting:
+            return waiting_page(waiting)
+        except BAD_INPUT as error:
+            return HTMLResponse(compare_page(side_items(request), None, message(error)), status_code=400)
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 404
@@ -148,13 +267,18 @@ def create_app(explorer: Explorer, allowed_hosts: Sequence[str] | None = None) -
     routes = [
         Route("/", page_route(home), methods=["GET"]),
         Route("/coach", page_route(coach), methods=["GET"]),
+        Route("/rules", page_route(apply_rules), methods=["GET"]),
+        Route("/compare", compare, methods=["GET"]),
+        Route("/api/compare", json_route(api_compare), methods=["GET"]),
         Route("/api/query", json_route(api_query), methods=["GET"]),
         Route("/api/step", json_route(api_step), methods=["GET"]),
         Route("/api/coach", json_route(api_coach), methods=["GET"]),
     ]
-    middleware = [Middleware(SecurityHeaders), Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or ["*"])]
-    return Starlette(routes=routes, middleware=middleware,
-                     exception_handlers={404: not_found, 405: not_found, 500: server_error})
+    middleware = [Middleware(SecurityHeaders), Middleware(QueryLimits), Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or ["*"])]
+    app = Starlette(routes=routes, middleware=middleware,
+                    exception_handlers={404: not_found, 405: not_found, 500: server_error})
+    app.state.rule_sets = rule_sets  # its background solves end with the server (`serve`)
+    return app
 
 
 def coach_json(explorer: Explorer, game: CoachGame) -> dict:

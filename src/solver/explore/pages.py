@@ -9,6 +9,7 @@ are inline."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -17,22 +18,31 @@ from urllib.parse import urlencode
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from rules.charge_spark.cards import Card
-from rules.charge_spark.config import differences_from_default
+from rules.charge_spark.config import RuleSet, differences_from_default
 from rules.charge_spark.state import Position
 
 from ..core.outcome import Seat, win_probability
 from .answers import Answered, Branch, Explorer
 from .board_svg import board_svg
 from .coach import CoachGame, to_seat
+from .compare import USAGE_STATES, Side, compare_rows
 from .figures import stage_heat_map, strategy_bars, win_split
+from .rule_sets import rules_keys
+from .solves import SolveStatus
 
 TEMPLATES = Path(__file__).parent / "templates"
 
 
-def url(path: str, **params: str | int | None) -> str:
-    """`path` with the given query parameters (None left out), encoded."""
-    given = {key: str(value) for key, value in params.items() if value is not None}
+def url(path: str, settings: Sequence[str] = (), **params: str | int | None) -> str:
+    """`path` with the given query parameters (None left out) and a `set=` for each of `settings`, encoded."""
+    given = [(key, str(value)) for key, value in params.items() if value is not None]
+    given += [("set", item) for item in settings]
     return f"{path}?{urlencode(given)}" if given else path
+
+
+def link(explorer: Explorer, path: str, **params: str | int | None) -> str:
+    """`url` of a page of `explorer`'s rule set: its `set=` items carried along."""
+    return url(path, explorer.settings, **params)
 
 
 @cache
@@ -52,9 +62,12 @@ class Site:
     changed: str
     assumptions: tuple[tuple[str, str], ...]
     start_url: str
+    settings: tuple[str, ...]  # the `set=` items of this rule set, over the rules the explorer started with
+    rules_form: tuple[tuple[str, str], ...]  # every rules key and its value, as `--set` writes it
+    started_url: str  # this position under the rules the explorer started with
 
 
-def site(explorer: Explorer, answered: Answered | None = None) -> Site:
+def site(explorer: Explorer, answered: Answered | None = None, here: str | None = None) -> Site:
     rules = explorer.rules
     assumptions = [
         ("board", f"{rules.board} (an assumed layout: the sources give no track)"),
@@ -68,14 +81,15 @@ def site(explorer: Explorer, answered: Answered | None = None) -> Site:
         assumptions.append(("certificate", f"largest exploitability over all {result.table_states:,} states of the"
                                            f" table {result.table_max_exploitability:.1e}"))
     return Site(rules.name or "(unnamed)", explorer.fingerprint, " ".join(differences_from_default(rules)) or "none",
-                tuple(assumptions), url("/", position="start"))
+                tuple(assumptions), link(explorer, "/", position="start"), explorer.settings,
+                tuple(rules_keys(rules).items()), url("/", position=here or "start"))
 
 
 def _render(template: str, explorer: Explorer, *, box: str, here: str | None, answered: Answered | None = None,
             error: str | None = None, **context) -> str:
     return _environment().get_template(template).render(
-        site=site(explorer, answered), box=box, error=error,
-        json_url=url("/api/query", position=here or "start"), **context,
+        site=site(explorer, answered, here), box=box, error=error, here=here or "start",
+        json_url=link(explorer, "/api/query", position=here or "start"), **context,
     )
 
 
@@ -100,9 +114,9 @@ def cell_links(explorer: Explorer, position: Position, rows: tuple[str, ...], co
             going = [o for o in step.outcomes if o.position is not None]
             if going:
                 target = max(going, key=lambda o: o.probability)  # the first of equals
-                links[(row, col)] = url("/", position=explorer.text(target.position), **{"from": text}, p1=row, p2=col)
+                links[(row, col)] = link(explorer, "/", position=explorer.text(target.position), **{"from": text}, p1=row, p2=col)
             else:
-                links[(row, col)] = url("/", position=text, p1=row, p2=col)
+                links[(row, col)] = link(explorer, "/", position=text, p1=row, p2=col)
     return links
 
 
@@ -118,7 +132,7 @@ def _step_view(explorer: Explorer, position: Position, step_from: Position | Non
         outcomes.append({
             "probability": float(o.probability), "chance": str(o.probability), "winner": o.label, "position": text,
             "here": step_from is not None and o.position == position, "draws": _draws(o),
-            "url": None if text is None else url("/", position=text, **{"from": origin_text}, p1=cards[0].label,
+            "url": None if text is None else link(explorer, "/", position=text, **{"from": origin_text}, p1=cards[0].label,
                                                  p2=cards[1].label),
         })
     return {"p1": cards[0].label, "p2": cards[1].label, "value": value, "outcomes": outcomes}
@@ -145,11 +159,19 @@ def position_page(explorer: Explorer, position: Position, *, step_from: Position
         "matrix": stage_heat_map(answer, cell_links(explorer, position, answer.rows, answer.cols), selected),
         "step": None if cards is None else _step_view(explorer, position, step_from, cards),
         "step_from": None if step_from is None else explorer.text(step_from),
-        "step_from_url": None if step_from is None else url("/", position=explorer.text(step_from)),
+        "step_from_url": None if step_from is None else link(explorer, "/", position=explorer.text(step_from)),
     }
-    coach_urls = [url("/coach", position=text, seat=seat) for seat in (1, 2)]
+    coach_urls = [link(explorer, "/coach", position=text, seat=seat) for seat in (1, 2)]
     return _render("position.html.j2", explorer, box=text if box is None else box, here=text, answered=answered,
-                   view=view, coach_urls=coach_urls)
+                   view=view, coach_urls=coach_urls, compare_url=compare_url(explorer.rules),
+                   compare_started_url=compare_url(explorer.started, explorer.rules) if explorer.settings else None)
+
+
+def compare_url(a: RuleSet, b: RuleSet | None = None) -> str:
+    """The comparison of rule set `a` with `b` (default: the printed rules), each named by its items over them."""
+    items = [("a", item) for item in differences_from_default(a)]
+    items += [("b", item) for item in differences_from_default(b)] if b is not None else []
+    return f"/compare?{urlencode(items)}" if items else "/compare"
 
 
 def coach_page(explorer: Explorer, game: CoachGame, moves: list[str]) -> str:
@@ -160,7 +182,7 @@ def coach_page(explorer: Explorer, game: CoachGame, moves: list[str]) -> str:
 
     def game_url(cards: list[str], **changes) -> str:
         params = {"position": start, "seat": seat, "seed": game.seed, "moves": ",".join(cards) or None, **changes}
-        return url("/coach", **params)
+        return link(explorer, "/coach", **params)
 
     turns = []
     for t in game.turns:
@@ -171,7 +193,7 @@ def coach_page(explorer: Explorer, game: CoachGame, moves: list[str]) -> str:
         turns.append({"number": t.number, "position": explorer.text(t.position), "value": t.value,
                       "mine": t.mine.label, "theirs": t.theirs.label, "chosen": t.chosen, "best": t.best,
                       "best_cards": " or ".join(t.best_cards), "cost": t.cost, "then": then,
-                      "chance": str(t.chance), "url": url("/", position=explorer.text(t.position))})
+                      "chance": str(t.chance), "url": link(explorer, "/", position=explorer.text(t.position))})
     lost = [turns[t.number - 1] for t in game.lost_turns]
     now = None if game.position is None else explorer.text(game.position)
     view = {
@@ -183,10 +205,10 @@ def coach_page(explorer: Explorer, game: CoachGame, moves: list[str]) -> str:
         "choices": [] if game.position is None else [
             (card.label, game_url([*moves, card.label])) for card in explorer.legal(game.position, game.seat)],
         "board": None if game.position is None else board_svg(explorer.rules, game.position),
-        "analyse_url": None if now is None else url("/", position=now),
+        "analyse_url": None if now is None else link(explorer, "/", position=now),
         "undo_url": game_url(moves[:-1]) if moves else None,
-        "new_url": url("/coach", position=start, seat=seat),
-        "switch_url": url("/coach", position=start, seat=3 - seat, seed=game.seed),
+        "new_url": link(explorer, "/coach", position=start, seat=seat),
+        "switch_url": link(explorer, "/coach", position=start, seat=3 - seat, seed=game.seed),
     }
     return _render("coach.html.j2", explorer, box=now or start, here=now or start, game=view)
 
@@ -194,4 +216,72 @@ def coach_page(explorer: Explorer, game: CoachGame, moves: list[str]) -> str:
 def error_page(explorer: Explorer, message: str, box: str) -> str:
     """The page of a request that cannot be answered: the message, and the box to try again."""
     return _render("position.html.j2", explorer, box=box, here=None, error=message, view=None,
-                   coach_urls=[url("/coach", seat=seat) for seat in (1, 2)])
+                   coach_urls=[link(explorer, "/coach", seat=seat) for seat in (1, 2)],
+                   compare_url=compare_url(explorer.rules), compare_started_url=None)
+
+
+def _figure(x: float | None, unit: str, signed: bool = False) -> str:
+    if x is None:
+        return "n/a"
+    if unit == "turns":
+        return f"{x:+.2f}" if signed else f"{x:.2f}"
+    return f"{100 * x:+.2f} pt" if signed else f"{100 * x:.2f}%"
+
+
+def compare_page(sides: Sequence[tuple[str, Sequence[str]]], compared: tuple[Side, Side] | None,
+                 error: str | None = None) -> str:
+    """Two rule sets side by side (`compared`), the form to change either, or `error` above the form."""
+    form = [{"name": name, "settings": [*items, "", ""]} for name, items in sides]
+    view = None
+    if compared is not None:
+        a, b = compared
+        sections: dict[str, list[dict]] = {}
+        for row in compare_rows(a, b):
+            sections.setdefault(row.section, []).append({
+                "label": row.label, "highlighted": row.highlighted, "a_text": _figure(row.a, row.unit),
+                "b_text": _figure(row.b, row.unit), "difference_text": _figure(row.difference, row.unit, signed=True)})
+        missing = [name for name, side in zip("ab", compared) if side.usage is None]
+        view = {
+            "sides": [{"name": name, "fingerprint": side.explorer.fingerprint,
+                       "changed": " ".join(differences_from_default(side.explorer.rules)) or "none",
+                       "url": link(side.explorer, "/", position="start")} for name, side in zip("ab", compared)],
+            "sections": list(sections.items()),
+            "note": (f"card usage is not computed for side {' and '.join(missing)}: its table has more than"
+                     f" {USAGE_STATES:,} states") if missing else None,
+            "json_url": "/api/compare?" + urlencode([(name, i) for name, items in sides for i in items]),
+        }
+    title = " / ".join(s["fingerprint"] for s in view["sides"]) if view else ""
+    return _environment().get_template("compare.html.j2").render(sides=form, compare=view, error=error, title=title)
+
+
+SOLVING_REFRESH = 2
+"""Seconds between two looks of the progress page."""
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "not known yet"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
+
+
+def solving_page(waiting: Sequence[tuple[str, SolveStatus, int]], started_url: str) -> str:
+    """The page of tables being solved: each one's progress; it looks again by itself (a meta refresh)."""
+    solves = []
+    for label, status, ahead in waiting:
+        p = status.progress
+        total, solved = p.get("states_to_solve"), p.get("states_solved", 0)
+        solves.append({
+            "label": label, "fingerprint": status.fingerprint, "state": status.state,
+            "changed": status.changed or "none", "estimated": round(status.estimated_states),
+            "state_text": (f"waiting: {ahead} solve{'s' if ahead != 1 else ''} before it" if status.state == "queued"
+                           else "solving"),
+            "phase": p.get("phase", "starting"), "found": p.get("states_found", 0),
+            "solved_text": (f"{solved:,} of {total:,} ({100 * solved / total:.1f}%)" if total else "not started"),
+            "elapsed": _duration(p.get("elapsed_seconds")), "left": _duration(p.get("seconds_left")),
+            "rank": (f"number {p.get('ranks_solved', 0) + 1} (ranks are solved from the most progress down)"
+                     if p.get("phase") == "solving" else "-"),
+        })
+    title = " / ".join(s["fingerprint"] for s in solves)
+    return _environment().get_template("solving.html.j2").render(
+        solves=solves, started_url=started_url, refresh=SOLVING_REFRESH, title=title, error=None)

@@ -105,6 +105,7 @@ def serving_in_thread(explorer: Explorer, host: str = "127.0.0.1") -> Iterator[s
             server.should_exit = True
             thread.join()
             sock.close()
+            _stop_solves(server)
 
 
 def serve(rules: RuleSet, cache_dir: str | None, host: str, port: int, echo: Callable[[str], None],
@@ -117,4 +118,11 @@ def serve(rules: RuleSet, cache_dir: str | None, host: str, port: int, echo: Cal
     echo(f"charge-spark explore: rules {rules.name or '(unnamed)'} [fingerprint {explorer.fingerprint}]")
     echo(f"open {address_of(sock, host)}   (Ctrl-C stops the server)")
     with readers_kept_open():
-        server.run(sockets=[sock])
+        try:
+            server.run(sockets=[sock])
+        finally:  # Ctrl-C included: the worker ends, and the cache is left as it was before its solve
+            _stop_solves(server)
+
+
+def _stop_solves(server: uvicorn.Server) -> None:
+    server.config.app.state.rule_sets.solves.stop()

@@ -1,0 +1,131 @@
+"""The rule sets the explorer answers: the one it was started with, and each
+one a request names with `set=KEY=VALUE` items on top of it (read exactly as
+`--set`, by `apply_overrides`). Each has its own `Explorer`; the latest few
+are kept. A rule set whose table the cache does not hold is solved in the
+background (`solves`); until it is stored, asking for it raises
+`TableNotReady` with where its solve stands.
+
+A rule set's values reach the rules parser and nothing else: no shell, no
+path. The table of a rule set is found in the cache by its fingerprint.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from rules.charge_spark.config import RuleSet, apply_overrides, canonical_mapping, fingerprint
+from rules.charge_spark.game import ReferenceChargeSparkGame
+from rules.charge_spark.state import initial_position
+
+from ..core.table_file import table_path
+from ..storage import default_cache_dir
+from ..tables import stored_part
+from .answers import ExploreInputError, Explorer
+from .solves import BackgroundSolves, SolveStatus, refuse_unbounded, too_large_for_memory
+
+MAX_SETTINGS = 64
+"""`set=` items one request may give (a rule set has about 35 keys)."""
+KEPT_RULE_SETS = 4
+"""Rule sets whose `Explorer` (and the answers it remembers, up to tens of megabytes) is kept besides the one
+started with."""
+
+
+class TableNotReady(Exception):
+    """Tables asked for that are being solved or wait their turn: each with its label ("" alone, "a" or
+    "b" in a comparison), its `SolveStatus` and how many solves run or wait before it."""
+
+    def __init__(self, waiting: list[tuple[str, SolveStatus, int]]) -> None:
+        super().__init__("the table is being solved")
+        self.waiting = waiting
+
+    def as_json(self) -> dict:
+        """The API's 202: the first waiting table's status and progress (and every side's, in a comparison)."""
+        first, status, ahead = self.waiting[0]
+        answer: dict = {"status": status.state, "progress": status.as_json(ahead)}
+        if first:
+            answer["sides"] = {side: {"status": s.state, "progress": s.as_json(n)} for side, s, n in self.waiting}
+        return answer
+
+
+def rules_keys(rules: RuleSet) -> dict[str, str]:
+    """Every key `charge-spark rules` writes (dotted, as `--set` takes them) with its value as `--set` text."""
+    flat: dict[str, str] = {}
+
+    def walk(mapping: dict[str, Any], prefix: str) -> None:
+        for key, value in mapping.items():
+            if isinstance(value, dict):
+                walk(value, f"{prefix}{key}.")
+            else:
+                flat[f"{prefix}{key}"] = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+    walk(canonical_mapping(rules), "")
+    return flat
+
+
+def settings_between(base: RuleSet, rules: RuleSet) -> tuple[str, ...]:
+    """The `set=` items that make `rules` from `base`: each key whose value differs, as KEY=VALUE."""
+    before = rules_keys(base)
+    return tuple(f"{key}={value}" for key, value in rules_keys(rules).items() if before.get(key) != value)
+
+
+class RuleSets:
+    """The explorer's rule sets, each from `set=` items over `base`. Safe to share between threads."""
+
+    def __init__(self, base: Explorer) -> None:
+        self.base = base
+        self.cache_dir = base.cache_dir
+        self.solves = BackgroundSolves(base.cache_dir)  # its worker starts with the first solve
+        self._explorers: OrderedDict[tuple[str, str], Explorer] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def rules(self, settings: Sequence[str]) -> RuleSet:
+        """`base`'s rules with `settings` applied as `--set` applies them (`RulesError` with its message)."""
+        if len(settings) > MAX_SETTINGS:
+            raise ExploreInputError(f"too many set= items ({len(settings):,}; at most {MAX_SETTINGS})")
+        return apply_overrides(self.base.rules, list(settings))
+
+    def explorer(self, settings: Sequence[str]) -> Explorer:
+        """The `Explorer` of the rule set `settings` make (`TableNotReady` while its table is solved)."""
+        return self.explorer_for(self.rules(settings))
+
+    def explorer_for(self, rules: RuleSet, label: str = "") -> Explorer:
+        """The `Explorer` of `rules` if its table is stored; else its solve is queued (if it is not yet) and
+        `TableNotReady` says where it stands; `TooLargeError` at once for a table too large to solve."""
+        key = (fingerprint(rules), rules.name)
+        if key == (self.base.fingerprint, self.base.rules.name):
+            return self.base
+        with self._lock:
+            if key in self._explorers:
+                self._explorers.move_to_end(key)
+                return self._explorers[key]
+        if not self.is_stored(rules):
+            status = self.solves.request(rules)
+            if status.state == "failed":
+                self.solves.forget(key[0])  # said once: asking again starts another solve
+                raise ExploreInputError(f"the solve of these rules [{key[0]}] failed: {status.error}")
+            if status.state != "stored" or not self.is_stored(rules):
+                raise TableNotReady([(label, status, self.solves.ahead_of(key[0]))])
+        self.solves.forget(key[0])
+        explorer = Explorer(rules, self.cache_dir, settings=settings_between(self.base.rules, rules),
+                            started=self.base.rules)
+        with self._lock:
+            self._explorers[key] = explorer
+            while len(self._explorers) > KEPT_RULE_SETS:
+                self._explorers.popitem(last=False)
+        return explorer
+
+    def is_stored(self, rules: RuleSet) -> bool:
+        """Whether the cache holds the table of `rules` (a few blocks of it read)."""
+        refuse_unbounded(rules)
+        key = fingerprint(rules)
+        path = table_path(self.cache_dir or default_cache_dir(), key)
+        game = ReferenceChargeSparkGame(rules)
+        return stored_part(path, key, game.encode(initial_position(rules)), game, None) is not None
+
+    def check_solvable(self, rules: RuleSet) -> None:
+        """`TooLargeError` unless the table of `rules` is stored or would fit in memory to be solved."""
+        if not self.is_stored(rules):
+            too_large_for_memory(rules)
