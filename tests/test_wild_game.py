@@ -1,0 +1,178 @@
+"""The wild game for a seat (`rules.charge_spark.wild`): its moves, its order
+for the rank-by-rank solve, its stored table, and the bounds it gives on the
+hidden value of every phase of rule sets where `hidden` is exact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rules.charge_spark.cards import Card
+from rules.charge_spark.config import RuleSet, apply_overrides
+from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.notation import parse_position
+from rules.charge_spark.wild import WildGame, WildState, wild_state_of
+from solver.hidden.analysis import solve_start
+from solver.hidden.phase_tree import OpenGame
+from solver.hidden.starts import PhaseStart, phase_starts
+from solver.hidden.wild_table import WildTable, relaxed_bounds, solved_wild_table
+from solver.tables import solved_table
+
+SMALL = ("board=S*M", "health=1", "battery_tiles=2", "disc_tiles=2", "bonus_cards=ray,trap")
+TINY = ("board=S*M", "health=1", "battery_tiles=1", "disc_tiles=1", "start_battery=1", "bonus_cards=ray,trap")
+TOL = 1e-9
+
+
+def rules_of(*overrides: str) -> RuleSet:
+    return apply_overrides(RuleSet(), list(overrides))
+
+
+def solved(overrides: tuple[str, ...], directory) -> tuple[OpenGame, WildTable]:
+    rules = rules_of(*overrides)
+    table = solved_table(rules, directory)
+    return OpenGame(ChargeSparkGame(rules), table.result), solved_wild_table(rules, table.result.states, directory)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> tuple[OpenGame, WildTable]:
+    return solved(TINY, tmp_path_factory.mktemp("tables"))
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> tuple[OpenGame, WildTable]:
+    return solved(SMALL, tmp_path_factory.mktemp("tables"))
+
+
+def labels(game: WildGame, actions) -> list[str]:
+    return [game.action_labels[a] for a in actions]
+
+
+# --- the moves ------------------------------------------------------------------------------
+
+
+def test_an_unseen_card_may_be_played_as_any_card_still_possible():
+    rules = rules_of(*TINY)
+    game = WildGame(rules)
+    position = parse_position("h1 b1 d1 p1 rest=move bonus=ray / h1 b1 d1 rest=charge", rules)
+    unseen = wild_state_of(position, ())
+    assert unseen.unseen == 1 and game.unseen_possible(unseen) == (Card.RAY, Card.TRAP)
+    assert {Card.RAY, Card.TRAP} <= set(game.h_cards(unseen))
+    seen = wild_state_of(position, (Card.RAY,))
+    assert Card.RAY in game.h_cards(seen) and Card.TRAP not in game.h_cards(seen)
+    # Played as a Trap, the card is public from then on: nothing unseen is left.
+    rows, cols, cells = game.moves(unseen)
+    after = cells[rows.index(Card.TRAP) * len(cols) + cols.index(Card.BARRIER)]
+    assert len(after) == 1 and after[0][0] == 1.0
+    state = game.decode(after[0][1])
+    assert state.unseen == 0 and state.position.p1.rest.card is Card.TRAP and state.position.p1.bonus == ()
+
+
+def test_an_own_draw_is_a_free_choice_that_stays_unseen():
+    rules = rules_of(*TINY)
+    game = WildGame(rules)
+    state = wild_state_of(parse_position("h1 b1 d1 p0 rest=charge / h1 b1 d1 rest=charge", rules), ())
+    rows, cols, cells = game.moves(state)
+    (outcome,) = cells[rows.index(Card.MOVE) * len(cols) + cols.index(Card.BARRIER)]
+    drew = game.decode(outcome[1])
+    assert outcome[0] == pytest.approx(1.0)  # one wild state, whichever card came
+    assert drew == WildState(parse_position("h1 b1 d1 p1 rest=move / h1 b1 d1 rest=barrier", rules), 1)
+
+
+def test_the_opponents_draw_waits_for_the_holder_to_keep_a_card_out():
+    rules = rules_of(*TINY)
+    game = WildGame(rules)
+    state = wild_state_of(parse_position("h1 b1 d1 p1 rest=move bonus=ray / h1 b1 d1 rest=charge", rules), ())
+    rows, cols, cells = game.moves(state)
+    (outcome,) = cells[rows.index(Card.BARRIER) * len(cols) + cols.index(Card.MOVE)]
+    pending = game.decode(outcome[1])
+    assert pending.pending and pending.unseen == 1 and pending.position.p2.bonus == ()
+    keeps, draws, drawn = game.moves(pending)
+    assert labels(game, keeps) == ["keeps ray", "keeps trap"] and labels(game, draws) == ["draws"]
+    # Keeping the Ray out, P2 draws the Trap for sure, and that is all N learns.
+    (p, nxt), = drawn[0]
+    assert p == 1.0 and game.decode(nxt) == WildState(
+        parse_position("h1 b1 d1 p1 rest=barrier / h1 b1 d1 p1 rest=move bonus=trap", rules), 1
+    )
+
+
+def test_a_draw_nothing_held_can_change_is_dealt_at_once():
+    rules = rules_of(*TINY)
+    game = WildGame(rules)
+    state = wild_state_of(parse_position("h1 b1 d1 p1 rest=move bonus=ray / h1 b1 d1 rest=charge", rules), (Card.RAY,))
+    rows, cols, cells = game.moves(state)
+    (outcome,) = cells[rows.index(Card.BARRIER) * len(cols) + cols.index(Card.MOVE)]
+    assert not game.decode(outcome[1]).pending and game.decode(outcome[1]).position.p2.bonus == (Card.TRAP,)
+
+
+def test_no_move_lowers_the_progress_rank_and_chances_sum_to_one(tiny):
+    _, wild = tiny
+    game = wild.game
+    states = np.asarray(wild.result.states)
+    e = game.expand(states)
+    ranks = game.progress_rank(states)
+    cells = np.repeat(np.arange(states.size), e.row_count * e.col_count)
+    outcome_cell = np.repeat(np.arange(e.out_count.size), e.out_count)
+    sums = np.bincount(outcome_cell, weights=e.out_prob, minlength=e.out_count.size)
+    assert np.allclose(sums, 1.0, atol=1e-12)
+    going = e.out_next >= 0
+    assert np.all(game.progress_rank(e.out_next[going]) >= ranks[cells[outcome_cell[going]]])
+
+
+# --- the table ------------------------------------------------------------------------------
+
+
+def test_the_wild_table_is_stored_and_reused(tiny, tmp_path):
+    open_game, wild = tiny
+    again = solved_wild_table(wild.rules, open_game.table.states, wild.path.parent)
+    assert again.reused and not wild.reused
+    assert np.array_equal(again.result.values, wild.result.values)
+    assert wild.result.max_exploitability <= TOL
+
+
+def test_shown_cards_are_worth_at_least_their_open_value_and_exactly_that_with_nothing_left_to_draw(small):
+    # Open hands give N more than the wild game does (H's later draws stay wild), and with
+    # no card unseen or left in the pile the two games are one.
+    open_game, wild = small
+    for code in np.asarray(open_game.table.states)[::7]:
+        position = open_game.decode(int(code))
+        value = open_game.value(int(code))
+        assert wild.p1_bound(position, position.p1.bonus) >= value - TOL
+        assert wild.p2_bound(position, position.p2.bonus) <= value + TOL
+        if not position.bonus_pile(wild.rules):
+            assert wild.p1_bound(position, position.p1.bonus) == pytest.approx(value, abs=TOL)
+
+
+# --- soundness: the bounds hold wherever `hidden` is exact --------------------------------
+
+
+def start_bounds(open_game: OpenGame, wild: WildTable, start: PhaseStart) -> tuple[float, float]:
+    worlds = [(open_game.decode(w.code), w.known[0], w.known[1], w.chance) for w in start.worlds]
+    return relaxed_bounds(wild, worlds)
+
+
+def assert_bounds_hold(open_game: OpenGame, wild: WildTable, starts: list[PhaseStart]) -> None:
+    for start in starts:
+        exact = solve_start(open_game, start)
+        assert exact.exact
+        lower, upper = start_bounds(open_game, wild, start)
+        assert lower - TOL <= exact.lower and exact.upper <= upper + TOL, (start.holder, lower, exact.lower, upper)
+
+
+def test_wild_bounds_hold_at_every_phase_of_a_tiny_rule_set(tiny):
+    open_game, wild = tiny
+    starts = phase_starts(open_game)
+    assert len(starts) == 28
+    assert_bounds_hold(open_game, wild, starts)
+
+
+def test_wild_bounds_hold_at_phases_of_a_small_rule_set(small):
+    open_game, wild = small
+    assert_bounds_hold(open_game, wild, phase_starts(open_game)[::9])
+
+
+@pytest.mark.slow
+def test_wild_bounds_hold_at_every_phase_of_a_small_rule_set(small):
+    open_game, wild = small
+    starts = phase_starts(open_game)
+    assert len(starts) == 268
+    assert_bounds_hold(open_game, wild, starts)
