@@ -15,7 +15,7 @@ from rules.charge_spark.wild import WildGame, WildState, wild_state_of
 from solver.hidden.analysis import solve_start
 from solver.hidden.phase_tree import OpenGame
 from solver.hidden.starts import PhaseStart, phase_starts
-from solver.hidden.wild_table import WildTable, relaxed_bounds, solved_wild_table
+from solver.hidden.wild_table import WildTable, solved_wild_table, wild_bounds
 from solver.tables import solved_table
 
 SMALL = ("board=S*M", "health=1", "battery_tiles=2", "disc_tiles=2", "bonus_cards=ray,trap")
@@ -145,17 +145,17 @@ def test_shown_cards_are_worth_at_least_their_open_value_and_exactly_that_with_n
 # --- soundness: the bounds hold wherever `hidden` is exact --------------------------------
 
 
-def start_bounds(open_game: OpenGame, wild: WildTable, start: PhaseStart) -> tuple[float, float]:
-    worlds = [(open_game.decode(w.code), w.known[0], w.known[1], w.chance) for w in start.worlds]
-    return relaxed_bounds(wild, worlds)
-
-
 def assert_bounds_hold(open_game: OpenGame, wild: WildTable, starts: list[PhaseStart]) -> None:
+    bounds = wild_bounds(wild, open_game.decode)
     for start in starts:
         exact = solve_start(open_game, start)
         assert exact.exact
-        lower, upper = start_bounds(open_game, wild, start)
+        relaxed = solve_start(open_game, start, max_horizon=0, wild=bounds)
+        lower, upper = relaxed.relaxed_lower, relaxed.relaxed_upper
+        assert lower is not None and upper is not None
         assert lower - TOL <= exact.lower and exact.upper <= upper + TOL, (start.holder, lower, exact.lower, upper)
+        # The start's own leaves are bounded by the wild values already.
+        assert lower - TOL <= relaxed.lower and relaxed.upper <= upper + TOL
 
 
 def test_wild_bounds_hold_at_every_phase_of_a_tiny_rule_set(tiny):
@@ -176,3 +176,62 @@ def test_wild_bounds_hold_at_every_phase_of_a_small_rule_set(small):
     starts = phase_starts(open_game)
     assert len(starts) == 268
     assert_bounds_hold(open_game, wild, starts)
+
+
+# --- horizon leaves at the wild games' bounds --------------------------------------------------
+
+
+TWO_SIDED = ("board=S*M", "health=1", "battery_tiles=1", "disc_tiles=1", "start_battery=1", "bonus_cards=ray,trap,recovery")
+
+
+@pytest.fixture(scope="module")
+def two_sided(tmp_path_factory) -> tuple[OpenGame, WildTable]:
+    return solved(TWO_SIDED, tmp_path_factory.mktemp("tables"))
+
+
+def assert_wild_leaves_narrow_and_hold(open_game: OpenGame, wild: WildTable, start: PhaseStart, horizons) -> None:
+    """At each horizon the bracket with wild leaves lies within today's, holds the exact
+    value, and lies within the previous horizon's."""
+    bounds = wild_bounds(wild, open_game.decode)
+    exact = solve_start(open_game, start, max_horizon=max(horizons) + 2)
+    previous = None
+    for h in horizons:
+        today = solve_start(open_game, start, max_horizon=h)
+        relaxed = solve_start(open_game, start, max_horizon=h, wild=bounds)
+        assert today.lower - TOL <= relaxed.lower <= relaxed.upper <= today.upper + TOL
+        if exact.exact:
+            assert relaxed.lower - TOL <= exact.lower <= relaxed.upper + TOL
+        if previous is not None:
+            assert previous.lower - TOL <= relaxed.lower and relaxed.upper <= previous.upper + TOL
+        previous = relaxed
+
+
+def test_wild_leaves_narrow_the_bracket_and_hold_the_exact_value(small):
+    open_game, wild = small
+    for start in phase_starts(open_game)[::23]:
+        assert_wild_leaves_narrow_and_hold(open_game, wild, start, (0, 1, 2))
+
+
+def test_wild_leaves_on_two_sided_phases(two_sided):
+    open_game, wild = two_sided
+    starts = [s for s in phase_starts(open_game) if s.holder == "both"]
+    assert starts
+    for start in starts[:2]:
+        assert_wild_leaves_narrow_and_hold(open_game, wild, start, (0, 1, 2))
+        relaxed = solve_start(open_game, start, max_horizon=0, wild=wild_bounds(wild, open_game.decode))
+        assert 0.0 < relaxed.lower and relaxed.upper < 1.0  # neither side is the payoff's floor or ceiling
+
+
+def test_seat_mirror_with_wild_bounds(two_sided):
+    open_game, wild = two_sided
+    bounds = wild_bounds(wild, open_game.decode)
+    swap = open_game.game.swap
+    starts = phase_starts(open_game)
+    by_outcomes = {frozenset(s.outcomes): s for s in starts}
+    for start in [s for s in starts if s.holder == "P1"][:3] + [s for s in starts if s.holder == "both"][:2]:
+        twin = by_outcomes[frozenset((int(swap(np.array([code]))[0]), p) for code, p in start.outcomes)]
+        mine, theirs = (solve_start(open_game, s, max_horizon=1, wild=bounds) for s in (start, twin))
+        assert mine.lower == pytest.approx(1 - theirs.upper, abs=TOL)
+        assert mine.upper == pytest.approx(1 - theirs.lower, abs=TOL)
+        assert mine.relaxed_lower == pytest.approx(1 - theirs.relaxed_upper, abs=TOL)
+        assert mine.relaxed_upper == pytest.approx(1 - theirs.relaxed_lower, abs=TOL)

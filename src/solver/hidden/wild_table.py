@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,7 @@ import numpy as np
 from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, canonical_mapping, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
+from rules.charge_spark.hidden import Known
 from rules.charge_spark.state import Position
 from rules.charge_spark.wild import WildGame, wild_state_of
 
@@ -67,8 +68,9 @@ class WildTable:
         return WildGame(self.rules)
 
     def p1_bound(self, position: Position, seen: tuple[Card, ...]) -> float:
-        """Upper bound on P1's value at `position`, P2 having seen `seen` of P1's bonus cards in hand."""
-        return float(self.result.values[self.result.index_of(self.game.encode(wild_state_of(position, seen)))])
+        """Upper bound on P1's value at `position`, P2 having seen `seen` of P1's bonus cards in hand:
+        what P2's certified wild strategy holds P1 to (the value, up to the certificate's rounding)."""
+        return float(self.result.p2_guarantee[self.result.index_of(self.game.encode(wild_state_of(position, seen)))])
 
     def p2_bound(self, position: Position, seen: tuple[Card, ...]) -> float:
         """Lower bound on P1's value at `position`, P1 having seen `seen` of P2's bonus cards in hand."""
@@ -108,14 +110,17 @@ def solved_wild_table(
         return WildTable(rules, result, path, reused=False, stored=stored)
 
 
-def relaxed_bounds(table: WildTable, worlds: Iterable[tuple[Position, tuple[Card, ...], tuple[Card, ...], float]]) -> tuple[float, float]:
-    """Bounds on P1's hidden value where chance deals one of `worlds` (position,
-    the bonus cards of P1's and of P2's hand the other has seen, chance): P2's
-    and P1's wild-game values averaged over them. Each world's bound holds with
-    the other side's cards shown, so their average bounds the deal's value."""
-    lower = upper = total = 0.0
-    for position, p1_seen, p2_seen, chance in worlds:
-        lower += chance * table.p2_bound(position, p2_seen)
-        upper += chance * table.p1_bound(position, p1_seen)
-        total += chance
-    return lower / total, upper / total
+def wild_bounds(table: WildTable, decode: Callable[[int], Position]) -> Callable[[int, Known], tuple[float, float]]:
+    """`phase_tree.WildBounds` read off `table`: per open-game code (decoded by `decode`) and
+    each seat's seen cards, (P2's, P1's) wild bound on P1's value, each read once."""
+    found: dict[tuple[int, Known], tuple[float, float]] = {}
+
+    def bounds(code: int, known: Known) -> tuple[float, float]:
+        key = (code, known)
+        pair = found.get(key)
+        if pair is None:
+            position = decode(code)
+            pair = found[key] = (table.p2_bound(position, known[1]), table.p1_bound(position, known[0]))
+        return pair
+
+    return bounds
