@@ -4,14 +4,18 @@ hidden value of every phase of rule sets where `hidden` is exact."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from rules.charge_spark.cards import Card
-from rules.charge_spark.config import RuleSet, apply_overrides
+from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
 from rules.charge_spark.wild import WildGame, WildState, wild_state_of
+from solver.cli import main
 from solver.hidden.analysis import solve_start
 from solver.hidden.phase_tree import OpenGame
 from solver.hidden.starts import PhaseStart, phase_starts
@@ -235,3 +239,14 @@ def test_seat_mirror_with_wild_bounds(two_sided):
         assert mine.upper == pytest.approx(1 - theirs.lower, abs=TOL)
         assert mine.relaxed_lower == pytest.approx(1 - theirs.relaxed_upper, abs=TOL)
         assert mine.relaxed_upper == pytest.approx(1 - theirs.relaxed_lower, abs=TOL)
+
+
+def test_hidden_command_with_wild_bounds(tmp_path):
+    args = ["hidden", *[a for o in TINY for a in ("--set", o)], "--cache-dir", str(tmp_path), "--json", "--wild"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    starts = json.loads(result.output)["starts"]
+    assert len(starts) == 28
+    for start in starts:
+        assert start["relaxed_lower"] - TOL <= start["lower"] <= start["upper"] <= start["relaxed_upper"] + TOL
+    assert (tmp_path / f"{fingerprint(rules_of(*TINY))}-wild.npz").exists()

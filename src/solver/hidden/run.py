@@ -28,6 +28,7 @@ from .analysis import (
 from .frequency import frequent_starts, play_and_visits, start_frequencies
 from .phase_tree import OpenGame, PhaseTree
 from .starts import PhaseStart, phase_starts
+from .wild_table import WildTable, wild_bounds
 
 MODEL = (
     "drawn bonus cards stay hidden until played; each hidden phase runs from a draw until every hidden card has"
@@ -83,12 +84,14 @@ def hidden_analysis(
     rules: RuleSet, table: SolveResult, *, max_horizon: int = DEFAULT_MAX_HORIZON, max_nodes: int = DEFAULT_MAX_NODES,
     frequent: int | None = None, progress: Callable[[int, int], None] | None = None,
     play: tuple[Play, np.ndarray] | None = None, on_tree: Callable[[int, StartResult, PhaseTree], None] | None = None,
+    wild: WildTable | None = None,
 ) -> HiddenAnalysis:
     """Solve the hidden phases of `rules`: all of them, or the `frequent` most
     frequent in play from the start (by default where the table is larger than
     `ALL_PHASES_UP_TO`). `play`: play from the start under the table's
     strategies with its states' expected visits, if known already. `on_tree(k,
-    result, tree)` gets each start's last tree solved, as it is solved."""
+    result, tree)` gets each start's last tree solved, as it is solved. `wild`: the
+    rules' wild table, for both wild bounds of each start and the horizon's leaves."""
     if frequent is None and table.table_states > ALL_PHASES_UP_TO:
         frequent = MOST_FREQUENT
     game = ChargeSparkGame(rules)
@@ -104,6 +107,7 @@ def hidden_analysis(
         starts = [s for s, _ in chosen]
         frequency = [times for _, times in chosen]
         selection = f"the {frequent} most frequent in play from the start"
+    bounds = None if wild is None else wild_bounds(wild, open_game.decode)
     began = time.perf_counter()
     # A one-sided start and its seat-swapped twin have mirrored figures: the second is read off the first.
     mirror = on_tree is None and frequent is None and strategies_mirror(open_game)
@@ -120,7 +124,7 @@ def hidden_analysis(
         if twin is not None:
             results.append(mirrored(results[twin], twin, open_game, phase_start))
         else:
-            result, tree = bracket_start(open_game, phase_start, max_horizon=max_horizon, max_nodes=max_nodes)
+            result, tree = bracket_start(open_game, phase_start, max_horizon=max_horizon, max_nodes=max_nodes, wild=bounds)
             results.append(result)
             solved[frozenset(phase_start.outcomes)] = k
             if on_tree is not None:
