@@ -27,7 +27,7 @@ hidden value): committing H's cards visibly, and drawing N's card uniformly
 from U while H stays uncommitted.
 
 The rules are symmetric between the seats, so P2's wild game is this one seen
-from the swapped position: one table serves both seats (`swapped_holder`).
+from the seat-swapped position: one table serves both seats.
 """
 
 from __future__ import annotations
@@ -63,12 +63,6 @@ def wild_state_of(position: Position, p1_seen: tuple[Card, ...]) -> WildState:
     if any(count < 0 for count in unseen.values()):
         raise ValueError(f"seen cards {[c.label for c in p1_seen]} are not all in P1's hand")
     return WildState(Position(replace(position.p1, bonus=tuple(sorted(p1_seen))), position.p2), sum(unseen.values()))
-
-
-def swapped_holder(position: Position, p2_seen: tuple[Card, ...]) -> WildState:
-    """P2's wild state at `position` (P1 has seen `p2_seen` of P2's cards), as P1's wild
-    state of the seat-swapped position: P1's value there is 1 minus P2's bound's value here."""
-    return wild_state_of(position.swapped(), p2_seen)
 
 
 def sub_multisets(cards: tuple[Card, ...], size: int) -> list[tuple[Card, ...]]:
