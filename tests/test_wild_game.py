@@ -245,8 +245,12 @@ def test_hidden_command_with_wild_bounds(tmp_path):
     args = ["hidden", *[a for o in TINY for a in ("--set", o)], "--cache-dir", str(tmp_path), "--json", "--wild"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    starts = json.loads(result.output)["starts"]
+    answer = json.loads(result.output)
+    starts = answer["starts"]
     assert len(starts) == 28
+    # The start is symmetric: the hidden game is worth 1/2 there, and the two wild bounds mirror.
+    assert answer["game_lower"] <= 0.5 <= answer["game_upper"]
+    assert answer["game_lower"] == pytest.approx(1.0 - answer["game_upper"], abs=TOL)
     for start in starts:
         assert start["relaxed_lower"] - TOL <= start["lower"] <= start["upper"] <= start["relaxed_upper"] + TOL
     assert (tmp_path / f"{fingerprint(rules_of(*TINY))}-wild.npz").exists()

@@ -57,6 +57,11 @@ class HiddenAnalysis:
     summary: Summary
     max_horizon: int
     max_nodes: int
+    game_lower: float | None = None
+    """P1's value at the start of a game with every drawn card hidden, at least:
+    P2's wild bound there (None: no wild table given)..."""
+    game_upper: float | None = None
+    """... and at most: P1's wild bound there."""
 
     def as_json(self) -> dict:
         return {
@@ -67,6 +72,8 @@ class HiddenAnalysis:
             "max_nodes": self.max_nodes,
             "starts": [dict(result.as_json(), per_game=times) for result, times in zip(self.results, self.frequency)],
             "summary": self.summary.as_json(),
+            "game_lower": self.game_lower,
+            "game_upper": self.game_upper,
         }
 
     @classmethod
@@ -77,6 +84,7 @@ class HiddenAnalysis:
         return cls(
             rules, entry["states"], entry["selection"], [StartResult(**s) for s in starts], frequency,
             Summary(**entry["summary"]), entry["max_horizon"], entry["max_nodes"],
+            entry.get("game_lower"), entry.get("game_upper"),
         )
 
 
@@ -131,7 +139,12 @@ def hidden_analysis(
                 on_tree(k, result, tree)
         if progress is not None:
             progress(k + 1, len(starts))
+    game_bounds: tuple[float | None, float | None] = (None, None)
+    if wild is not None:
+        # Hidden hands from the start: P2's wild game shows P1's cards, P1's shows P2's.
+        start = initial_position(rules)
+        game_bounds = (wild.p2_bound(start, ()), wild.p1_bound(start, ()))
     return HiddenAnalysis(
         rules, table.table_states, selection, results, frequency, summarise(results, time.perf_counter() - began),
-        max_horizon, max_nodes,
+        max_horizon, max_nodes, *game_bounds,
     )

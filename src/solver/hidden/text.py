@@ -42,6 +42,9 @@ def hidden_text(analysis: HiddenAnalysis, header: list[str], shown: int | None) 
         lines.append(f"exact        {exact_line}")
         lines.append(f"gain         largest {s.max_gain:+.6f} at {s.max_gain_position};"
                      f" mean {s.mean_gain:+.6f} (lower bounds where not exact)")
+    if analysis.game_lower is not None and analysis.game_upper is not None:
+        lines.append(f"whole game   P1's value at the start with every drawn card hidden: bounds"
+                     f" [{analysis.game_lower:.4f},{analysis.game_upper:.4f}] (the wild games)")
     lines.append(f"time         {s.seconds:.1f} s solving the phases")
     if not results:
         lines.append("nothing to hide: every card drawn under these rules can be told by the opponent")
