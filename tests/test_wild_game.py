@@ -5,6 +5,8 @@ hidden value of every phase of rule sets where `hidden` is exact."""
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,8 +16,10 @@ from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
+from rules.charge_spark.state import Position
 from rules.charge_spark.wild import WildGame, WildState, wild_state_of
 from solver.cli import main
+from solver.core.solve import solve_from
 from solver.hidden.analysis import solve_start
 from solver.hidden.phase_tree import OpenGame
 from solver.hidden.starts import PhaseStart, phase_starts
@@ -254,3 +258,46 @@ def test_hidden_command_with_wild_bounds(tmp_path):
     for start in starts:
         assert start["relaxed_lower"] - TOL <= start["lower"] <= start["upper"] <= start["relaxed_upper"] + TOL
     assert (tmp_path / f"{fingerprint(rules_of(*TINY))}-wild.npz").exists()
+
+
+# --- an unsound relaxation on the real game, as a test double -------------------------------
+
+
+class UniformlyDrawnWildGame(WildGame):
+    """Unsound: P2's draw comes uniformly from U while P1 stays uncommitted (no
+    choice of what P1 keeps out). Once P1 has acted by the card it holds, the
+    draw's true odds are not those."""
+
+    def _pending_moves(self, state):
+        possible = Counter(self.unseen_possible(state))
+        total = sum(possible.values())
+        p2 = state.position.p2
+        cell = [
+            (count / total, self.encode(WildState(Position(state.position.p1, replace(p2, bonus=p2.bonus + (card,))), state.unseen)))
+            for card, count in sorted(possible.items())
+        ]
+        return [self.draw_action], [self.draw_action], [cell]
+
+
+def test_a_uniform_draw_of_the_opponents_card_falls_below_the_hidden_value(small):
+    # The regression the soundness checks guard: on the small rule set the first starts' exact
+    # hidden value lies outside the uniform variant's bounds (by 0.032 at start 0).
+    open_game, _ = small
+    starts = phase_starts(open_game)[:3]
+    game = UniformlyDrawnWildGame(open_game.game.rules)
+    roots = {game.encode(wild_state_of(open_game.decode(w.code).swapped() if seat else open_game.decode(w.code), w.known[seat]))
+             for start in starts for w in start.worlds for seat in (0, 1)}
+    table = solve_from(game, sorted(roots), show_progress=False)
+    holder_bound = []
+    for start in starts:
+        holder = 1 if start.holder == "P2" else 0
+        total = sum(w.chance for w in start.worlds)
+        bound = 0.0
+        for w in start.worlds:
+            position = open_game.decode(w.code)
+            state = wild_state_of(position.swapped() if holder else position, w.known[holder])
+            guarantee = float(table.p2_guarantee[table.index_of(game.encode(state))])
+            bound += w.chance * (1.0 - guarantee if holder else guarantee)
+        exact = solve_start(open_game, start).lower
+        holder_bound.append(exact - bound / total if holder == 0 else bound / total - exact)
+    assert max(holder_bound) > 0.03
