@@ -126,6 +126,20 @@ def test_no_move_lowers_the_progress_rank_and_chances_sum_to_one(tiny):
     assert np.all(game.progress_rank(e.out_next[going]) >= ranks[cells[outcome_cell[going]]])
 
 
+def test_the_compiled_turns_agree_with_resolve_turn(tiny):
+    _, wild = tiny
+    game = wild.game
+    for code in np.asarray(wild.result.states)[::3]:
+        state = game.decode(int(code))
+        if state.pending:
+            continue
+        rows, cols, cells = game.moves(state)
+        for k, cell in enumerate(cells):
+            reference = game.reference_turn(state, Card(rows[k // len(cols)]), Card(cols[k % len(cols)]))
+            assert [n for _, n in cell] == [n for _, n in reference]
+            assert [p for p, _ in cell] == pytest.approx([p for p, _ in reference], abs=1e-15)
+
+
 # --- the table ------------------------------------------------------------------------------
 
 

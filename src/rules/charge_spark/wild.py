@@ -131,8 +131,35 @@ class WildGame:
             return self._pending_moves(state)
         rows = [int(card) for card in self.h_cards(state)]
         cols = [int(card) for card in legal_cards(self.rules, state.position.p2)]
-        cells = [self._turn(state, Card(r), Card(c)) for r in rows for c in cols]
+        cells = self._turns(state, rows, cols)
         return rows, cols, cells
+
+    def _turns(self, state: WildState, rows: list[int], cols: list[int]) -> list[list[tuple[float, int]]]:
+        """Every cell's outcomes, the turns played by the open game's compiled expansion
+        from the concrete positions (`_concrete`), then read as wild states."""
+        befores = [self._concrete(state, Card(r)) for r in rows]
+        codes = sorted({self.open.encode(before) for before in befores})
+        e = self.open.expand(np.array(codes, dtype=np.int64))
+        row_at = np.concatenate(([0], np.cumsum(e.row_count)))
+        col_at = np.concatenate(([0], np.cumsum(e.col_count)))
+        cell_at = np.concatenate(([0], np.cumsum(e.row_count * e.col_count)))
+        out_at = np.concatenate(([0], np.cumsum(e.out_count)))
+        seen = tuple(sorted(state.position.p1.bonus))
+        cells = []
+        for card1, before in zip(rows, befores):
+            k = codes.index(self.open.encode(before))
+            open_rows = e.row_actions[row_at[k] : row_at[k + 1]].tolist()
+            open_cols = e.col_actions[col_at[k] : col_at[k + 1]].tolist()
+            for card2 in cols:
+                cell = cell_at[k] + open_rows.index(card1) * len(open_cols) + open_cols.index(card2)
+                outcomes: dict[int, float] = {}
+                for o in range(out_at[cell], out_at[cell + 1]):
+                    nxt = int(e.out_next[o])
+                    if nxt >= 0:
+                        nxt = self.encode(self._after(before, seen, (Card(card1), Card(card2)), self.open.decode(nxt)))
+                    outcomes[nxt] = outcomes.get(nxt, 0.0) + float(e.out_prob[o])
+                cells.append([(p, n) for n, p in sorted(outcomes.items())])
+        return cells
 
     def _concrete(self, state: WildState, card: Card) -> Position:
         """A position the hidden game could be in: H's unseen cards made concrete, holding
@@ -147,7 +174,8 @@ class WildGame:
         held += possible[: state.unseen - len(held)]
         return Position(replace(p1, bonus=p1.bonus + tuple(held)), state.position.p2)
 
-    def _turn(self, state: WildState, card1: Card, card2: Card) -> list[tuple[float, int]]:
+    def reference_turn(self, state: WildState, card1: Card, card2: Card) -> list[tuple[float, int]]:
+        """One cell's outcomes by the readable `resolve_turn`: slow, the reference for `_turns`."""
         before = self._concrete(state, card1)
         seen = tuple(sorted(state.position.p1.bonus))
         outcomes: dict[int, float] = {}
