@@ -31,8 +31,8 @@ from ..storage import default_cache_dir
 from ..tables import cached_table, resume_dir_of, store_table
 
 WILD_UP_TO = 100_000
-"""Open tables up to this many states get a wild table: its turns are plain Python
-(`WildGame.expand`, a few milliseconds a state), not compiled."""
+"""Open tables up to this many states get a wild table: its turns' outcomes are read
+as wild states in plain Python (`WildGame.expand`, about a millisecond a state)."""
 
 WILD_KEY_SUFFIX = "-wild"
 """A wild table is stored under its rule set's fingerprint and this suffix."""
