@@ -377,9 +377,13 @@ def default_report_path(rule_set: RuleSet) -> Path:
               help="Write each phase's last tree here as Gambit .efg files (start-K.efg at the lower valuation;"
                    " start-K-upper.efg too where the phase is given as bounds), for other solvers to check.")
 @click.option("--max-states", type=click.IntRange(min=1), default=None, help="Refuse to enumerate more states than this.")
+@click.option("--wild", is_flag=True,
+              help="Bound both sides of each phase by the wild games (solved, or read from the cache, first):"
+                   " each start's wild bounds, and the horizon's leaves at them rather than at 0 or 1.")
 def hidden(
     rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, horizon: int | None, max_nodes: int | None,
     frequent: int | None, top: int, show_all: bool, as_json: bool, efg_dir: str | None, max_states: int | None,
+    wild: bool,
 ) -> None:
     """What hiding drawn bonus cards changes, phase by phase.
 
@@ -397,13 +401,21 @@ def hidden(
     started = time.perf_counter()
     table = solved_table(rule_set, cache_dir, max_states=max_states, show_progress=sys.stderr.isatty() and not as_json,
                          warn=warn, workers=usable_cores(), mapped=True)
+    wild_table = None
+    if wild:
+        from .hidden.wild_table import WILD_UP_TO, solved_wild_table
+
+        if table.result.table_states > WILD_UP_TO:
+            raise click.UsageError(f"--wild reads the wild game's turns in plain Python: rules of up to {WILD_UP_TO:,} open"
+                                   f" states, not {table.result.table_states:,}")
+        wild_table = solved_wild_table(rule_set, table.result.states, cache_dir, warn=warn)
     progress = None
     if sys.stderr.isatty() and not as_json:
         def progress(done: int, total: int) -> None:
             click.echo(f"\rphases solved {done:,} of {total:,}", err=True, nl=done == total)
     analysis = hidden_analysis(
         rule_set, table.result, max_horizon=horizon or DEFAULT_MAX_HORIZON, max_nodes=max_nodes or DEFAULT_MAX_NODES,
-        frequent=frequent, progress=progress, on_tree=on_tree,
+        frequent=frequent, progress=progress, on_tree=on_tree, wild=wild_table,
     )
     if as_json:
         click.echo(json.dumps(dict(analysis.as_json(), rules=canonical_mapping(rule_set),

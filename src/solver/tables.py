@@ -279,7 +279,7 @@ def solved_table(
         with contextlib.suppress(OSError):  # the folder of kept ranks, once no solve keeps any there
             resume_dir_of(path).parent.rmdir()
         meta = {"fingerprint": key, "rules": canonical_mapping(rules)}
-        stored = _store(path, result, key, meta, warn)
+        stored = store_table(path, result, key, meta, warn)
         if mapped and not _mapped_already(result):
             # The solve's arrays are let go for a mapping of the file: of the stored table, else of
             # a copy deleted at once (the mapping keeps it readable until it is dropped).
@@ -328,7 +328,7 @@ def room_to_store(directory: Path, size: int) -> bool:
     return shutil.disk_usage(directory).free - size >= 2 * size + DISK_RESERVE_BYTES
 
 
-def _store(path: Path, result: SolveResult, key: str, meta: dict, warn: Callable[[str], None] | None) -> bool:
+def store_table(path: Path, result: SolveResult, key: str, meta: dict, warn: Callable[[str], None] | None) -> bool:
     """Store the table unless the disk lacks room; a failed write leaves any stored table as it was."""
     say = warn or (lambda message: None)
     size = table_bytes(result)

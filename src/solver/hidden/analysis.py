@@ -32,7 +32,7 @@ from rules.charge_spark.notation import format_position
 
 from ..core.graph import segment_positions
 from ..core.sequence_form import Behaviour, best_response, solve_tree
-from .phase_tree import OpenGame, Phase, PhaseTree
+from .phase_tree import OpenGame, Phase, PhaseTree, WildBounds
 from .starts import PhaseStart
 
 EXACT = 1e-9
@@ -64,6 +64,10 @@ class StartResult:
     mirror_of: int | None = None
     """Where these figures were read off the seat-swapped start (its index in the
     list), rather than solved: the game is symmetric, and so are the open strategies."""
+    relaxed_lower: float | None = None
+    """P2's wild-game bound on P1's value at the start (None: no wild table given)."""
+    relaxed_upper: float | None = None
+    """P1's wild-game bound on P1's value at the start (None: no wild table given)."""
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -106,19 +110,26 @@ def naive_behaviour(phase_tree: PhaseTree, open_game: OpenGame, seat: int) -> Be
 
 def solve_start(
     open_game: OpenGame, start: PhaseStart, *, max_horizon: int = DEFAULT_MAX_HORIZON, max_nodes: int = DEFAULT_MAX_NODES,
+    wild: WildBounds | None = None,
 ) -> StartResult:
-    """Bracket one phase's value, growing the horizon while the tree fits the cap."""
-    return bracket_start(open_game, start, max_horizon=max_horizon, max_nodes=max_nodes)[0]
+    """Bracket one phase's value, growing the horizon while the tree fits the cap;
+    `wild`: the wild games' bounds, for the horizon's leaves and the start's own."""
+    return bracket_start(open_game, start, max_horizon=max_horizon, max_nodes=max_nodes, wild=wild)[0]
 
 
 def bracket_start(
     open_game: OpenGame, start: PhaseStart, *, max_horizon: int = DEFAULT_MAX_HORIZON, max_nodes: int = DEFAULT_MAX_NODES,
+    wild: WildBounds | None = None,
 ) -> tuple[StartResult, PhaseTree]:
     """`solve_start`, with the last tree solved (the one its figures come from)."""
     began = time.perf_counter()
-    phase = Phase(open_game, list(start.worlds))
+    phase = Phase(open_game, list(start.worlds), wild=wild)
     total = sum(world.chance for world in start.worlds)
     open_average = sum(world.chance * open_game.value(world.code) for world in start.worlds) / total
+    relaxed: tuple[float | None, float | None] = (None, None)
+    if wild is not None:
+        bounds = np.array([[world.chance, *wild(world.code, world.known)] for world in start.worlds])
+        relaxed = (float(bounds[:, 0] @ bounds[:, 1]) / total, float(bounds[:, 0] @ bounds[:, 2]) / total)
     best = phase.tree(0)
     lower, upper = _root_bounds(best)
     horizon = 0
@@ -154,6 +165,8 @@ def bracket_start(
         holder_open_loss=loss,
         naive_exploitability=exploit,
         seconds=time.perf_counter() - began,
+        relaxed_lower=relaxed[0],
+        relaxed_upper=relaxed[1],
     )
     return result, best
 
@@ -168,6 +181,8 @@ def mirrored(twin: StartResult, twin_index: int, open_game: OpenGame, start: Pha
         open_average=1.0 - twin.open_average,
         lower=1.0 - twin.upper,
         upper=1.0 - twin.lower,
+        relaxed_lower=None if twin.relaxed_upper is None else 1.0 - twin.relaxed_upper,
+        relaxed_upper=None if twin.relaxed_lower is None else 1.0 - twin.relaxed_lower,
         seconds=0.0,
         mirror_of=twin_index,
     )

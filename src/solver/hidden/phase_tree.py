@@ -16,13 +16,16 @@ horizon's leaves are valued twice, at honest bounds of what the rest of the
 phase is worth: a player who can tell the position can hold its open value
 (it plays its open strategy), so the world is worth at least that to P1 if P1
 can tell it and at most that if P2 can; otherwise the bound is the payoff's
-floor (0) or ceiling (1). Solving the tree at both valuations brackets the
-phase's value.
+floor (0) or ceiling (1), or, given the wild games' bounds (`wild_table`),
+the bound of the wild game of the side that cannot tell: that side's
+opponent plays its wild strategy from there, which reads only what it knows.
+Solving the tree at both valuations brackets the phase's value.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -37,6 +40,9 @@ from ..core.result import SolveResult
 
 PAYOFF_FLOOR = 0.0
 PAYOFF_CEILING = 1.0
+
+WildBounds = Callable[[int, Known], tuple[float, float]]
+"""(open-game code, each seat's seen cards) -> bounds on P1's value there from P2's and from P1's wild game."""
 
 
 @dataclass(frozen=True)
@@ -143,11 +149,16 @@ class Phase:
     """A hidden phase from its first worlds (after the draw that starts it),
     grown one turn at a time as longer horizons are asked for."""
 
-    def __init__(self, open_game: OpenGame, worlds: list[World], *, reveal: bool = False, stop_when_known: bool = True) -> None:
+    def __init__(
+        self, open_game: OpenGame, worlds: list[World], *, reveal: bool = False, stop_when_known: bool = True,
+        wild: WildBounds | None = None,
+    ) -> None:
         """`reveal`: every drawn card is shown (the open game, as a check of the tree);
         `stop_when_known`: end the phase where everything can be told (off: grow
-        the tree to the horizon anyway, a check that doing so changes nothing)."""
+        the tree to the horizon anyway, a check that doing so changes nothing);
+        `wild`: the wild games' bounds, for the horizon's leaves (else the payoff's floor and ceiling)."""
         self.open = open_game
+        self.wild = wild
         self.reveal = reveal
         self.stop_when_known = stop_when_known
         self.nodes: list[PublicNode] = []
@@ -246,7 +257,14 @@ class Phase:
                 value = open_game.value(world.code)
                 p1_tells = node.tells(0)[world.draws[0]]
                 p2_tells = node.tells(1)[world.draws[1]]
-                leaf(value if p1_tells else PAYOFF_FLOOR, value if p2_tells else PAYOFF_CEILING, parent, edge, probability)
+                low = value if p1_tells else PAYOFF_FLOOR
+                high = value if p2_tells else PAYOFF_CEILING
+                if self.wild is not None:
+                    # Each side may instead play its wild strategy, a function of what it knows alone:
+                    # its bound holds in every world it cannot tell apart (it is the same there).
+                    wild_low, wild_high = self.wild(world.code, world.known)
+                    low, high = max(low, wild_low), min(high, wild_high)
+                leaf(low, high, parent, edge, probability)
                 return
             rows, cols, _ = open_game.expansion(world.code)
             assert node.links is not None

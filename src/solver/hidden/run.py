@@ -28,6 +28,7 @@ from .analysis import (
 from .frequency import frequent_starts, play_and_visits, start_frequencies
 from .phase_tree import OpenGame, PhaseTree
 from .starts import PhaseStart, phase_starts
+from .wild_table import WildTable, wild_bounds
 
 MODEL = (
     "drawn bonus cards stay hidden until played; each hidden phase runs from a draw until every hidden card has"
@@ -56,6 +57,11 @@ class HiddenAnalysis:
     summary: Summary
     max_horizon: int
     max_nodes: int
+    game_lower: float | None = None
+    """P1's value at the start of a game with every drawn card hidden, at least:
+    P2's wild bound there (None: no wild table given)..."""
+    game_upper: float | None = None
+    """... and at most: P1's wild bound there."""
 
     def as_json(self) -> dict:
         return {
@@ -66,6 +72,8 @@ class HiddenAnalysis:
             "max_nodes": self.max_nodes,
             "starts": [dict(result.as_json(), per_game=times) for result, times in zip(self.results, self.frequency)],
             "summary": self.summary.as_json(),
+            "game_lower": self.game_lower,
+            "game_upper": self.game_upper,
         }
 
     @classmethod
@@ -76,6 +84,7 @@ class HiddenAnalysis:
         return cls(
             rules, entry["states"], entry["selection"], [StartResult(**s) for s in starts], frequency,
             Summary(**entry["summary"]), entry["max_horizon"], entry["max_nodes"],
+            entry.get("game_lower"), entry.get("game_upper"),
         )
 
 
@@ -83,12 +92,14 @@ def hidden_analysis(
     rules: RuleSet, table: SolveResult, *, max_horizon: int = DEFAULT_MAX_HORIZON, max_nodes: int = DEFAULT_MAX_NODES,
     frequent: int | None = None, progress: Callable[[int, int], None] | None = None,
     play: tuple[Play, np.ndarray] | None = None, on_tree: Callable[[int, StartResult, PhaseTree], None] | None = None,
+    wild: WildTable | None = None,
 ) -> HiddenAnalysis:
     """Solve the hidden phases of `rules`: all of them, or the `frequent` most
     frequent in play from the start (by default where the table is larger than
     `ALL_PHASES_UP_TO`). `play`: play from the start under the table's
     strategies with its states' expected visits, if known already. `on_tree(k,
-    result, tree)` gets each start's last tree solved, as it is solved."""
+    result, tree)` gets each start's last tree solved, as it is solved. `wild`: the
+    rules' wild table, for both wild bounds of each start and the horizon's leaves."""
     if frequent is None and table.table_states > ALL_PHASES_UP_TO:
         frequent = MOST_FREQUENT
     game = ChargeSparkGame(rules)
@@ -104,6 +115,7 @@ def hidden_analysis(
         starts = [s for s, _ in chosen]
         frequency = [times for _, times in chosen]
         selection = f"the {frequent} most frequent in play from the start"
+    bounds = None if wild is None else wild_bounds(wild, open_game.decode)
     began = time.perf_counter()
     # A one-sided start and its seat-swapped twin have mirrored figures: the second is read off the first.
     mirror = on_tree is None and frequent is None and strategies_mirror(open_game)
@@ -120,14 +132,19 @@ def hidden_analysis(
         if twin is not None:
             results.append(mirrored(results[twin], twin, open_game, phase_start))
         else:
-            result, tree = bracket_start(open_game, phase_start, max_horizon=max_horizon, max_nodes=max_nodes)
+            result, tree = bracket_start(open_game, phase_start, max_horizon=max_horizon, max_nodes=max_nodes, wild=bounds)
             results.append(result)
             solved[frozenset(phase_start.outcomes)] = k
             if on_tree is not None:
                 on_tree(k, result, tree)
         if progress is not None:
             progress(k + 1, len(starts))
+    game_bounds: tuple[float | None, float | None] = (None, None)
+    if wild is not None:
+        # Hidden hands from the start: P2's wild game shows P1's cards, P1's shows P2's.
+        start = initial_position(rules)
+        game_bounds = (wild.p2_bound(start, ()), wild.p1_bound(start, ()))
     return HiddenAnalysis(
         rules, table.table_states, selection, results, frequency, summarise(results, time.perf_counter() - began),
-        max_horizon, max_nodes,
+        max_horizon, max_nodes, *game_bounds,
     )

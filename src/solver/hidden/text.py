@@ -15,6 +15,13 @@ def hidden_value(result: StartResult) -> str:
     return f"bounds [{result.lower:.4f},{result.upper:.4f}]"
 
 
+def wild_text(result: StartResult) -> str:
+    """Both wild bounds of the start ("-" without a wild table)."""
+    if result.relaxed_lower is None or result.relaxed_upper is None:
+        return "-"
+    return f"[{result.relaxed_lower:.4f},{result.relaxed_upper:.4f}]"
+
+
 def cards_text(cards: dict[str, float]) -> str:
     return " ".join(f"{card} {p:.2g}" for card, p in sorted(cards.items()))
 
@@ -35,6 +42,9 @@ def hidden_text(analysis: HiddenAnalysis, header: list[str], shown: int | None) 
         lines.append(f"exact        {exact_line}")
         lines.append(f"gain         largest {s.max_gain:+.6f} at {s.max_gain_position};"
                      f" mean {s.mean_gain:+.6f} (lower bounds where not exact)")
+    if analysis.game_lower is not None and analysis.game_upper is not None:
+        lines.append(f"whole game   P1's value at the start with every drawn card hidden: bounds"
+                     f" [{analysis.game_lower:.4f},{analysis.game_upper:.4f}] (the wild games)")
     lines.append(f"time         {s.seconds:.1f} s solving the phases")
     if not results:
         lines.append("nothing to hide: every card drawn under these rules can be told by the opponent")
@@ -45,13 +55,15 @@ def hidden_text(analysis: HiddenAnalysis, header: list[str], shown: int | None) 
     if not order:
         return "\n".join(lines)
     lines += ["", f"starts by gain ({len(order)} of {len(results)}{'' if shown is None or len(order) == len(results) else '; --all for every one'}):"]
-    lines.append(f"  {'holder':6}  {'may hold':18}  {'open avg':>8}  {'hidden':>20}  {'gain':>9}  {'open-play loss':>14}  {'naive exploit':>13}  {'H':>2}  {'per game':>8}  position | played")
+    wild = any(results[k].relaxed_upper is not None for k in order)
+    lines.append(f"  {'holder':6}  {'may hold':18}  {'open avg':>8}  {'hidden':>20}  {'gain':>9}  {'open-play loss':>14}  {'naive exploit':>13}  {'H':>2}  {'per game':>8}"
+                 + (f"  {'wild bounds':>15}" if wild else "") + "  position | played")
     for k in order:
         r = results[k]
         times = analysis.frequency[k]
         lines.append(
             f"  {r.holder:6}  {cards_text(r.cards):18}  {r.open_average:8.6f}  {hidden_value(r):>20}  {r.gain:+9.6f}"
             f"  {r.holder_open_loss:14.6f}  {r.naive_exploitability:13.6f}  {r.horizon:2d}  {'-' if times is None else f'{times:.4f}':>8}"
-            f"  {r.position} | {r.played}"
+            + (f"  {wild_text(r):>15}" if wild else "") + f"  {r.position} | {r.played}"
         )
     return "\n".join(lines)
