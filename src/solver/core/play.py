@@ -237,10 +237,13 @@ def _played_chunk(game: StochasticGame, result: SolveResult, index: np.ndarray) 
 class _Kept:
     """What `follow_play` keeps of each `PlayedChunk`, its states in the order
     followed: each state's edges merged by where they lead (successors as
-    table indices, terminal t as -1 - t), both seats' support, the `per_chunk` rows."""
+    table indices, terminal t as -1 - t), both seats' support, the `per_chunk`
+    rows. Indices and counts are int32 where they fit (a table of fewer than
+    2**31 states): half the bytes of what play keeps per reached state."""
 
     def __init__(self, table_states: int, terminals: int, per_chunk) -> None:
         self.span, self.terminals, self.per_chunk = table_states + terminals, terminals, per_chunk
+        self.at = index_type(self.span)  # of table indices (a state's count of edges or actions: int32, a few)
         self.index: list[np.ndarray] = []
         self.edges: list[list[np.ndarray]] = [[], [], []]  # count per state, targets, probabilities
         self.seats: list[list[list[np.ndarray]]] = [[[], [], []], [[], [], []]]  # count, actions, weights
@@ -256,9 +259,10 @@ class _Kept:
         target[live] = part.successors[part.slot[keep][live]]
         # One entry per (state, where it leads), as `play_from` merges them: terminals sort first.
         merged, slot = np.unique(source[keep] * self.span + (target + self.terminals), return_inverse=True)
-        self.index.append(part.index)
-        for field, value in zip(self.edges, (np.bincount(merged // self.span, minlength=size),
-                                             merged % self.span - self.terminals,
+        del source, target, live
+        self.index.append(part.index.astype(self.at))
+        for field, value in zip(self.edges, (np.bincount(merged // self.span, minlength=size).astype(np.int32),
+                                             (merged % self.span - self.terminals).astype(self.at),
                                              np.bincount(slot, weights=part.weight[keep], minlength=merged.size))):
             field.append(value)
         for fields, side, weights in zip(self.seats, ("row", "col"), (part.row_weights, part.col_weights)):
@@ -272,17 +276,20 @@ class _Kept:
             self.gathered.append(rows[some])
 
     def in_table_order(self, game: StochasticGame, result: SolveResult, reached: np.ndarray, start: int) -> FollowedPlay:
-        """The chunks joined, their states put in the table's order (that of
-        their codes), successors renumbered as indices of the reached states."""
-        order = np.argsort(_joined(self.index), kind="stable")
-        index = np.flatnonzero(reached)
-        out_ptr, (out_next, out_prob) = _reordered(order, *self.edges)
-        live = out_next >= 0
-        position = np.cumsum(reached, dtype=np.int64 if reached.size >= 2**31 else np.int32) - 1
-        out_next[live] = position[out_next[live]]
-        del position, live
+        """The chunks' states put in the table's order (that of their codes),
+        successors renumbered as indices of the reached states. Each field is
+        placed chunk by chunk into its new array, each chunk let go once
+        placed: no joined copy of the chunks, and only one field's old and new
+        arrays at once."""
+        position = np.cumsum(reached, dtype=self.at) - 1  # a reached state's index among the reached
+        ranks = [position[index] for index in self.index]
+        self.index.clear()
+        out_ptr, (out_next, out_prob) = _placed(ranks, *self.edges, renumber=position)
+        del position
         row, col = (SeatChoices(ptr, actions, weights) for ptr, (actions, weights) in
-                    (_reordered(order, *fields) for fields in self.seats))
+                    (_placed(ranks, *fields) for fields in self.seats))
+        del ranks
+        index = np.flatnonzero(reached)
         gathered_at = gathered = None
         if self.per_chunk is not None:
             at = _joined(self.gathered_at)
@@ -302,11 +309,17 @@ class _Kept:
         return FollowedPlay(play, (row, col), gathered_at, gathered)
 
 
+def index_type(size: int) -> type:
+    """The integer type of indices below `size`: int32 where it fits, half the bytes of int64."""
+    return np.int32 if size < 2**31 else np.int64
+
+
 def _support(count: np.ndarray, actions: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, ...]:
     """(per state: how many of its actions have positive weight, those actions, their weights)."""
     positive = weights > 0
     state = np.repeat(np.arange(count.size), count)
-    return np.bincount(state[positive], minlength=count.size), np.asarray(actions[positive], np.int16), weights[positive]
+    chosen = np.bincount(state[positive], minlength=count.size).astype(np.int32)  # a state's actions: a few
+    return chosen, np.asarray(actions[positive], np.int16), weights[positive]
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
@@ -316,9 +329,28 @@ def _joined(parts: list[np.ndarray]) -> np.ndarray:
     return joined
 
 
-def _reordered(order: np.ndarray, counts: list[np.ndarray], *fields: list[np.ndarray]) -> tuple:
-    """Per-state segments (`counts` long, of each field's chunks joined) taken
-    in `order`: (their new offsets, [each field reordered])."""
-    count = _joined(counts)
-    at = segment_positions(offsets_of(count), order)
-    return offsets_of(count[order]), [_joined(field)[at] for field in fields]
+def _placed(ranks: list[np.ndarray], counts: list[np.ndarray], *fields: list[np.ndarray],
+            renumber: np.ndarray | None = None) -> tuple:
+    """Per-state segments (of `counts` per state, chunk by chunk) put in the
+    states' new order, `ranks` giving each chunk's states their new places:
+    (the new offsets, [each field so placed]). Each field's chunks are let go
+    as they are placed (the lists are emptied); `renumber`, if given, maps the
+    first field's non-negative entries (successors) to their new indices."""
+    count = np.empty(sum(rank.size for rank in ranks), np.int32)
+    for rank, part in zip(ranks, counts):
+        count[rank] = part
+    counts.clear()
+    ptr = offsets_of(count).astype(index_type(int(count.sum()) + 1))
+    del count
+    placed = []
+    for k, chunks in enumerate(fields):
+        field = np.empty(int(ptr[-1]), chunks[0].dtype)
+        for i, rank in enumerate(ranks):
+            part, chunks[i] = chunks[i], None
+            if k == 0 and renumber is not None:
+                live = part >= 0
+                part[live] = renumber[part[live]]
+            field[segment_positions(ptr, rank)] = part
+        chunks.clear()
+        placed.append(field)
+    return ptr, placed
