@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .graph import GameGraph, distinct_sorted, expansion_of, offsets_of, segment_positions
+from .graph import GameGraph, distinct_sorted, expansion_of, index_type, offsets_of, segment_positions
 from .protocol import StochasticGame
 from .result import SolveResult
 
@@ -307,11 +307,6 @@ class _Kept:
         )
         play = Play(states, index, graph, int(np.searchsorted(states, start)))
         return FollowedPlay(play, (row, col), gathered_at, gathered)
-
-
-def index_type(size: int) -> type:
-    """The integer type of indices below `size`: int32 where it fits, half the bytes of int64."""
-    return np.int32 if size < 2**31 else np.int64
 
 
 def _support(count: np.ndarray, actions: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, ...]:
