@@ -229,7 +229,7 @@ def _played_chunk(game: StochasticGame, result: SolveResult, index: np.ndarray) 
     played = (weight > 0) & (nxt >= 0)
     codes_next = distinct_sorted(nxt[played])
     successors = table_indices(result, codes_next)
-    slot = np.full(nxt.size, -1, np.int64)
+    slot = np.full(nxt.size, -1, np.int32)  # a chunk's outcomes and successors are far fewer than 2**31
     slot[played] = np.searchsorted(codes_next, nxt[played])
     return PlayedChunk(codes, index, expansion, row_w, col_w, weight, successors, slot)
 
@@ -252,19 +252,19 @@ class _Kept:
 
     def add(self, part: PlayedChunk) -> None:
         e, size = part.expansion, part.codes.size
-        source = np.repeat(np.repeat(np.arange(size), e["row_count"] * e["col_count"]), e["out_count"])
-        keep = part.weight > 0
-        target = np.asarray(e["out_next"], np.int64)[keep]
+        kept = np.flatnonzero(part.weight > 0)
+        target = np.asarray(e["out_next"][kept], np.int64)
         live = target >= 0
-        target[live] = part.successors[part.slot[keep][live]]
+        target[live] = part.successors[part.slot[kept[live]]]
+        source = cells_and_states_of(e, kept)[1]
         # One entry per (state, where it leads), as `play_from` merges them: terminals sort first.
-        merged, slot = np.unique(source[keep] * self.span + (target + self.terminals), return_inverse=True)
+        merged, slot = np.unique(source * self.span + (target + self.terminals), return_inverse=True)
         del source, target, live
         self.index.append(part.index.astype(self.at))
-        for field, value in zip(self.edges, (np.bincount(merged // self.span, minlength=size).astype(np.int32),
-                                             (merged % self.span - self.terminals).astype(self.at),
-                                             np.bincount(slot, weights=part.weight[keep], minlength=merged.size))):
-            field.append(value)
+        counts, targets, probs = self.edges
+        counts.append(np.bincount(merged // self.span, minlength=size).astype(np.int32))
+        targets.append((merged % self.span - self.terminals).astype(self.at))
+        probs.append(np.bincount(slot, weights=part.weight[kept], minlength=merged.size))
         for fields, side, weights in zip(self.seats, ("row", "col"), (part.row_weights, part.col_weights)):
             for field, value in zip(fields, _support(np.asarray(e[f"{side}_count"], np.int64),
                                                      e[f"{side}_actions"], weights)):
@@ -279,13 +279,15 @@ class _Kept:
         """The chunks' states put in the table's order (that of their codes),
         successors renumbered as indices of the reached states. Each field is
         placed chunk by chunk into its new array, each chunk let go once
-        placed: no joined copy of the chunks, and only one field's old and new
-        arrays at once."""
+        placed: no joined copy of the chunks, only one field's new array at once."""
         position = np.cumsum(reached, dtype=self.at) - 1  # a reached state's index among the reached
         ranks = [position[index] for index in self.index]
         self.index.clear()
-        out_ptr, (out_next, out_prob) = _placed(ranks, *self.edges, renumber=position)
+        for targets in self.edges[1]:  # successors, chunk by chunk: as indices among the reached states
+            live = targets >= 0
+            targets[live] = position[targets[live]]
         del position
+        out_ptr, (out_next, out_prob) = _placed(ranks, *self.edges)
         row, col = (SeatChoices(ptr, actions, weights) for ptr, (actions, weights) in
                     (_placed(ranks, *fields) for fields in self.seats))
         del ranks
@@ -309,6 +311,18 @@ class _Kept:
         return FollowedPlay(play, (row, col), gathered_at, gathered)
 
 
+def cells_and_states_of(expansion: dict[str, np.ndarray], outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The cell and the state (their places in `expansion`) of each of
+    `outcomes` (sorted positions in its outcome arrays), found from where
+    each cell's and each state's outcomes begin: no array over every
+    outcome, of which play keeps a few."""
+    cells = np.asarray(expansion["row_count"], np.int64) * expansion["col_count"]
+    out_start = np.zeros(int(cells.sum()) + 1, index_type(expansion["out_next"].size + 1))
+    np.cumsum(expansion["out_count"], out=out_start[1:])
+    cell = np.searchsorted(out_start, outcomes, side="right") - 1  # a cell without outcomes shares its start
+    return cell, np.searchsorted(offsets_of(cells), cell, side="right") - 1
+
+
 def _support(count: np.ndarray, actions: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, ...]:
     """(per state: how many of its actions have positive weight, those actions, their weights)."""
     positive = weights > 0
@@ -324,13 +338,11 @@ def _joined(parts: list[np.ndarray]) -> np.ndarray:
     return joined
 
 
-def _placed(ranks: list[np.ndarray], counts: list[np.ndarray], *fields: list[np.ndarray],
-            renumber: np.ndarray | None = None) -> tuple:
+def _placed(ranks: list[np.ndarray], counts: list[np.ndarray], *fields: list[np.ndarray]) -> tuple:
     """Per-state segments (of `counts` per state, chunk by chunk) put in the
     states' new order, `ranks` giving each chunk's states their new places:
     (the new offsets, [each field so placed]). Each field's chunks are let go
-    as they are placed (the lists are emptied); `renumber`, if given, maps the
-    first field's non-negative entries (successors) to their new indices."""
+    as they are placed (the lists are emptied)."""
     count = np.empty(sum(rank.size for rank in ranks), np.int32)
     for rank, part in zip(ranks, counts):
         count[rank] = part
@@ -338,14 +350,9 @@ def _placed(ranks: list[np.ndarray], counts: list[np.ndarray], *fields: list[np.
     ptr = offsets_of(count).astype(index_type(int(count.sum()) + 1))
     del count
     placed = []
-    for k, chunks in enumerate(fields):
+    for chunks in fields:
         field = np.empty(int(ptr[-1]), chunks[0].dtype)
-        for i, rank in enumerate(ranks):
-            part, chunks[i] = chunks[i], None
-            if k == 0 and renumber is not None:
-                live = part >= 0
-                part[live] = renumber[part[live]]
-            field[segment_positions(ptr, rank)] = part
-        chunks.clear()
+        for rank in ranks:
+            field[segment_positions(ptr, rank)] = chunks.pop(0)  # each chunk let go once placed
         placed.append(field)
     return ptr, placed
