@@ -165,16 +165,15 @@ def turn_by_turn(
     ptr, idx = np.ascontiguousarray(t.indptr), np.ascontiguousarray(t.indices)
     data = np.ascontiguousarray(t.data, np.float64)
     ending = np.ascontiguousarray(chain.ending, np.float64)
-    choice_ptr = np.zeros((len(choices), n + 1), np.int64)
-    offset = 0
-    for k, (p, _labels, _weights) in enumerate(choices):
-        choice_ptr[k] = np.asarray(p, np.int64) + offset
-        offset += int(p[-1])
-    choice_label = np.concatenate([np.asarray(c[1], np.int16) for c in choices]) if choices else np.zeros(0, np.int16)
-    choice_weight = (np.concatenate([np.asarray(c[2], np.float64) for c in choices]) if choices
-                     else np.zeros(0, np.float64))
+    # Each seat's arrays passed as they are: joined, their copy would be most of what a propagation adds.
+    # One empty set stands in for none (the compiler types the tuples by their first).
+    sets = choices or ((np.zeros(n + 1, np.int32), np.zeros(0, np.int16), np.zeros(0, np.float64)),)
+    at_type = np.result_type(*(p for p, _labels, _weights in sets))
+    choice_ptr = tuple(np.ascontiguousarray(p, at_type) for p, _labels, _weights in sets)
+    choice_label = tuple(np.ascontiguousarray(c, np.int16) for _p, c, _weights in sets)
+    choice_weight = tuple(np.ascontiguousarray(w, np.float64) for _p, _labels, w in sets)
     from .absorption import propagate_figures  # loads the compiler
 
     visits, pmf, alive, chosen = propagate_figures(ptr, idx, data, ending, int(start), int(max_turns), float(alive_below),
-                                               choice_ptr, choice_label, choice_weight, int(labels))
+                                               len(choices), choice_ptr, choice_label, choice_weight, int(labels))
     return TurnByTurn(visits, pmf, alive, chosen)
