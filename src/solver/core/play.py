@@ -110,7 +110,9 @@ class Play:
     chain over the states it reaches: `graph` gives each state one 1 x 1
     stage game whose outcomes are where a turn leads (a state's index in
     `states`, or a terminal outcome) with their probabilities. Far smaller
-    than those states' game graph (every pair of cards, every outcome)."""
+    than those states' game graph (every pair of cards, every outcome);
+    `follow_play`'s graph keeps its offsets and successors int32 where they
+    fit."""
 
     states: np.ndarray  # codes, sorted
     index: np.ndarray  # each state's index in the table
@@ -299,7 +301,7 @@ class _Kept:
             gathered_at, gathered = np.searchsorted(index, at[by_index]), _joined(self.gathered)[by_index]
         states = np.asarray(result.states[index])
         n = states.size
-        single = np.arange(n + 1, dtype=np.int64)
+        single = np.arange(n + 1, dtype=index_type(n + 1))  # each state's one action and one cell
         graph = GameGraph(
             states=states, row_ptr=single, row_actions=np.zeros(n, np.int16), col_ptr=single,
             col_actions=np.zeros(n, np.int16), cell_ptr=single, out_ptr=out_ptr, out_next=out_next,
