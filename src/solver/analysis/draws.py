@@ -17,7 +17,7 @@ from rules.charge_spark.state import held_bonus_counts
 from ..core.chain import CellIndex, expected_visits, play_chain
 from ..core.graph import GameGraph, expansion_of, segment_positions
 from ..core.outcome import Seat
-from ..core.play import FollowedPlay, Play, PlayedChunk
+from ..core.play import FollowedPlay, Play, PlayedChunk, cells_and_states_of
 from ..core.result import SolveResult
 
 
@@ -119,14 +119,13 @@ def draw_sums_of(game, result: SolveResult):
 
     def sums(part: PlayedChunk) -> np.ndarray:
         e, size = part.expansion, part.codes.size
-        out_cell = np.repeat(np.arange(int(np.sum(e["row_count"] * e["col_count"])), dtype=np.int64), e["out_count"])
-        cell_state = np.repeat(np.arange(size), e["row_count"] * e["col_count"])
         live = np.flatnonzero(part.slot >= 0)  # played outcomes leading to a state (those of positive weight)
         # Each successor's value and holdings read once: the mapped table is read in order.
         values = np.asarray(result.values[part.successors])[part.slot[live]]
-        held_next = held_bonus_counts(game.codec, np.asarray(result.states[part.successors]))[part.slot[live]]
-        cell, state = out_cell[live], cell_state[out_cell[live]]
-        drawn = held_next - held_bonus_counts(game.codec, part.codes)[state]
+        # A player holds a few cards of a kind: int8 counts, an eighth of the bytes per outcome.
+        held_next = held_bonus_counts(game.codec, np.asarray(result.states[part.successors])).astype(np.int8)
+        cell, state = cells_and_states_of(e, live)
+        drawn = held_next[part.slot[live]] - held_bonus_counts(game.codec, part.codes).astype(np.int8)[state]
         prob = np.asarray(e["out_prob"], np.float64)[live]
         # `_draw_sums` per state, each outcome weighted by its probability under both strategies.
         return _draw_sums_by_state(cell, state, size, part.weight[live], values, drawn, prob, kinds)

@@ -139,7 +139,7 @@ class StallChain:
 def stall_chain(play: Play, result: SolveResult, chain: PlayChain | None = None) -> StallChain:
     """The chain of `play` (from `play_from` of `result`); `chain`: its `chain_of_play`, if built."""
     chain = chain if chain is not None else chain_of_play(play.graph)
-    return StallChain(chain.transition, chain.ending.sum(axis=1), int(play.start), np.asarray(play.states),
+    return StallChain(chain.transition, chain.ending, int(play.start), np.asarray(play.states),
                       smallest_probabilities(result, play.index), unending_dependence(result, play.index))
 
 
@@ -147,7 +147,7 @@ def stall_chain_of_play(followed: FollowedPlay, result: SolveResult, chain: Play
     """`stall_chain` of `followed.play`, each state's smallest probability read
     from the strategies gathered while following play rather than from the table again."""
     play = followed.play
-    return StallChain(chain.transition, chain.ending.sum(axis=1), int(play.start), np.asarray(play.states),
+    return StallChain(chain.transition, chain.ending, int(play.start), np.asarray(play.states),
                       smallest_chosen(followed.choices), unending_dependence(result, play.index))
 
 
@@ -168,7 +168,7 @@ def table_stall_chain(graph: GameGraph, result: SolveResult, start: int) -> Stal
     states) under `result`'s strategies, from the state coded `start`."""
     chain = play_chain(graph, np.asarray(result.row_strategy), np.asarray(result.col_strategy))
     index = np.arange(result.num_states)
-    return StallChain(chain.transition, chain.ending.sum(axis=1), result.index_of(start), np.asarray(result.states),
+    return StallChain(chain.transition, chain.ending, result.index_of(start), np.asarray(result.states),
                       smallest_probabilities(result, index), unending_dependence(result, index))
 
 

@@ -281,13 +281,14 @@ def outcome_weights(row_count, col_count, out_count, row_w, col_w, prob):
 
 
 @njit(cache=True)
-def propagate_figures(ptr, idx, data, ending, start, max_turns, alive_below, choice_ptr, choice_label,
+def propagate_figures(ptr, idx, data, ending, start, max_turns, alive_below, sets, choice_ptr, choice_label,
                       choice_weight, labels):
     """The propagation of `chain.turn_by_turn` (its figures, from a chain's
     CSR arrays): the mass pushed along the chain's rows (P^T m, as
-    `PlayChain.masses` computes it), only from states holding some."""
+    `PlayChain.masses` computes it), only from states holding some. The
+    first `sets` of the tuples `choice_ptr`, `choice_label`, `choice_weight`
+    are the labelled weights summed (each a seat's strategy, as it is)."""
     n = ptr.shape[0] - 1
-    sets = choice_ptr.shape[0]
     mass = np.zeros(n)
     pushed = np.zeros(n)
     visits = np.zeros(n)
@@ -319,8 +320,9 @@ def propagate_figures(ptr, idx, data, ending, start, max_turns, alive_below, cho
             if following:
                 visits[j] += m
                 for k in range(sets):
-                    for e in range(choice_ptr[k, j], choice_ptr[k, j + 1]):
-                        chosen[k, t, choice_label[e]] += m * choice_weight[e]
+                    at, label, weight = choice_ptr[k], choice_label[k], choice_weight[k]
+                    for e in range(at[j], at[j + 1]):
+                        chosen[k, t, label[e]] += m * weight[e]
             for e in range(ptr[j], ptr[j + 1]):
                 pushed[idx[e]] += m * data[e]
         pmf[t] = ended

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .graph import GameGraph
+from .graph import GameGraph, index_type
 
 if TYPE_CHECKING:  # scipy is loaded where a chain is built: a query that reads kept figures never needs it
     import scipy.sparse as sp
@@ -52,8 +52,9 @@ def cell_values(graph: GameGraph, values: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class PlayChain:
     """Play under fixed strategies: `transition[s, s']` the probability of
-    moving from state s to s' in one turn, `ending[s, t]` of ending in terminal
-    outcome t."""
+    moving from state s to s' in one turn, `ending[s]` of ending in this turn
+    (in any terminal outcome: what is read of it; one column per outcome
+    would take as many times the bytes)."""
 
     transition: sp.csr_matrix
     ending: np.ndarray
@@ -87,27 +88,40 @@ def play_chain(graph: GameGraph, row_strategy: np.ndarray, col_strategy: np.ndar
     ends = (graph.out_next < 0) & (weight > 0)
     ending = np.zeros((n, graph.terminal_payoff.shape[0]))
     np.add.at(ending, (source[ends], -1 - graph.out_next[ends]), weight[ends])
-    return PlayChain(transition, ending)
+    return PlayChain(transition, ending.sum(axis=1))
 
 
 def chain_of_play(graph: GameGraph) -> PlayChain:
     """`play_chain` of a graph whose every state has one 1 x 1 stage game (a
     `play.Play`'s), built straight from its outcome arrays: a table's play
-    can reach tens of millions of states, too many for per-outcome temporaries."""
+    can reach tens of millions of states, too many for per-outcome temporaries.
+    The transition's indices are int32 where they fit, taken from the graph
+    without an int64 copy."""
     n = graph.num_states
     if graph.num_cells != n or graph.row_actions.size != n or graph.col_actions.size != n:
         raise ValueError("a graph with one 1 x 1 stage game per state expected")
     live = graph.out_next >= 0
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(np.add.reduceat(live, graph.out_ptr[:-1]) if n else [], out=indptr[1:])
+    moves = np.add.reduceat(live, graph.out_ptr[:-1]) if n else np.zeros(0, np.int64)
+    indptr = np.zeros(n + 1, index_type(int(moves.sum()) + 1))
+    np.cumsum(moves, out=indptr[1:])
+    del moves
+    indices = np.asarray(graph.out_next[live], index_type(max(n, 1)))
     import scipy.sparse as sp
 
-    transition = sp.csr_matrix((graph.out_prob[live], graph.out_next[live], indptr), shape=(n, n))
-    ends = np.flatnonzero(~live)
-    source = np.searchsorted(graph.out_ptr, ends, side="right") - 1
-    ending = np.zeros((n, graph.terminal_payoff.shape[0]))
-    np.add.at(ending, (source, -1 - graph.out_next[ends]), graph.out_prob[ends])
-    return PlayChain(transition, ending)
+    transition = sp.csr_matrix((graph.out_prob[live], indices, indptr), shape=(n, n))
+    del live, indices, indptr
+    return PlayChain(transition, _ending_of(graph))
+
+
+def _ending_of(graph: GameGraph) -> np.ndarray:
+    """Per state of a graph with one 1 x 1 stage game per state: the
+    probability that play ends this turn, summed terminal by terminal in
+    their order (as the sum of `play_chain`'s per-terminal columns)."""
+    ending = np.zeros(graph.num_states)
+    for t in range(graph.terminal_payoff.shape[0]):
+        ends = np.flatnonzero(graph.out_next == -1 - t)
+        np.add.at(ending, np.searchsorted(graph.out_ptr, ends, side="right") - 1, graph.out_prob[ends])
+    return ending
 
 
 def expected_visits(chain: PlayChain, start: int, max_turns: int = 200) -> np.ndarray:
@@ -150,17 +164,16 @@ def turn_by_turn(
     # The chain's own index arrays (scipy keeps them int32 where that fits): no copy, half the bytes a turn reads.
     ptr, idx = np.ascontiguousarray(t.indptr), np.ascontiguousarray(t.indices)
     data = np.ascontiguousarray(t.data, np.float64)
-    ending = np.ascontiguousarray(chain.ending.sum(axis=1), np.float64)
-    choice_ptr = np.zeros((len(choices), n + 1), np.int64)
-    offset = 0
-    for k, (p, _labels, _weights) in enumerate(choices):
-        choice_ptr[k] = np.asarray(p, np.int64) + offset
-        offset += int(p[-1])
-    choice_label = np.concatenate([np.asarray(c[1], np.int16) for c in choices]) if choices else np.zeros(0, np.int16)
-    choice_weight = (np.concatenate([np.asarray(c[2], np.float64) for c in choices]) if choices
-                     else np.zeros(0, np.float64))
+    ending = np.ascontiguousarray(chain.ending, np.float64)
+    # Each seat's arrays passed as they are: joined, their copy would be most of what a propagation adds.
+    # One empty set stands in for none (the compiler types the tuples by their first).
+    sets = choices or ((np.zeros(n + 1, np.int32), np.zeros(0, np.int16), np.zeros(0, np.float64)),)
+    at_type = np.result_type(*(p for p, _labels, _weights in sets))
+    choice_ptr = tuple(np.ascontiguousarray(p, at_type) for p, _labels, _weights in sets)
+    choice_label = tuple(np.ascontiguousarray(c, np.int16) for _p, c, _weights in sets)
+    choice_weight = tuple(np.ascontiguousarray(w, np.float64) for _p, _labels, w in sets)
     from .absorption import propagate_figures  # loads the compiler
 
     visits, pmf, alive, chosen = propagate_figures(ptr, idx, data, ending, int(start), int(max_turns), float(alive_below),
-                                               choice_ptr, choice_label, choice_weight, int(labels))
+                                               len(choices), choice_ptr, choice_label, choice_weight, int(labels))
     return TurnByTurn(visits, pmf, alive, chosen)

@@ -97,6 +97,11 @@ def offsets_of(counts: np.ndarray) -> np.ndarray:
     return ptr
 
 
+def index_type(size: int) -> np.dtype[np.signedinteger]:
+    """The integer type of indices below `size`: int32 where it fits, half the bytes of int64."""
+    return np.dtype(np.int32 if size < 2**31 else np.int64)
+
+
 def segment_positions(ptr: np.ndarray, states: np.ndarray) -> np.ndarray:
     """The indices ptr[s]:ptr[s + 1] of each s in `states`, joined in order."""
     counts = ptr[states + 1] - ptr[states]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .graph import GameGraph, distinct_sorted, expansion_of, offsets_of, segment_positions
+from .graph import GameGraph, distinct_sorted, expansion_of, index_type, offsets_of, segment_positions
 from .protocol import StochasticGame
 from .result import SolveResult
 
@@ -110,7 +110,9 @@ class Play:
     chain over the states it reaches: `graph` gives each state one 1 x 1
     stage game whose outcomes are where a turn leads (a state's index in
     `states`, or a terminal outcome) with their probabilities. Far smaller
-    than those states' game graph (every pair of cards, every outcome)."""
+    than those states' game graph (every pair of cards, every outcome);
+    `follow_play`'s graph keeps its offsets and successors int32 where they
+    fit."""
 
     states: np.ndarray  # codes, sorted
     index: np.ndarray  # each state's index in the table
@@ -229,7 +231,7 @@ def _played_chunk(game: StochasticGame, result: SolveResult, index: np.ndarray) 
     played = (weight > 0) & (nxt >= 0)
     codes_next = distinct_sorted(nxt[played])
     successors = table_indices(result, codes_next)
-    slot = np.full(nxt.size, -1, np.int64)
+    slot = np.full(nxt.size, -1, np.int32)  # a chunk's outcomes and successors are far fewer than 2**31
     slot[played] = np.searchsorted(codes_next, nxt[played])
     return PlayedChunk(codes, index, expansion, row_w, col_w, weight, successors, slot)
 
@@ -237,10 +239,13 @@ def _played_chunk(game: StochasticGame, result: SolveResult, index: np.ndarray) 
 class _Kept:
     """What `follow_play` keeps of each `PlayedChunk`, its states in the order
     followed: each state's edges merged by where they lead (successors as
-    table indices, terminal t as -1 - t), both seats' support, the `per_chunk` rows."""
+    table indices, terminal t as -1 - t), both seats' support, the `per_chunk`
+    rows. Indices and counts are int32 where they fit (a table of fewer than
+    2**31 states): half the bytes of what play keeps per reached state."""
 
     def __init__(self, table_states: int, terminals: int, per_chunk) -> None:
         self.span, self.terminals, self.per_chunk = table_states + terminals, terminals, per_chunk
+        self.at = index_type(self.span)  # of table indices (a state's count of edges or actions: int32, a few)
         self.index: list[np.ndarray] = []
         self.edges: list[list[np.ndarray]] = [[], [], []]  # count per state, targets, probabilities
         self.seats: list[list[list[np.ndarray]]] = [[[], [], []], [[], [], []]]  # count, actions, weights
@@ -249,18 +254,19 @@ class _Kept:
 
     def add(self, part: PlayedChunk) -> None:
         e, size = part.expansion, part.codes.size
-        source = np.repeat(np.repeat(np.arange(size), e["row_count"] * e["col_count"]), e["out_count"])
-        keep = part.weight > 0
-        target = np.asarray(e["out_next"], np.int64)[keep]
+        kept = np.flatnonzero(part.weight > 0)
+        target = np.asarray(e["out_next"][kept], np.int64)
         live = target >= 0
-        target[live] = part.successors[part.slot[keep][live]]
+        target[live] = part.successors[part.slot[kept[live]]]
+        source = cells_and_states_of(e, kept)[1]
         # One entry per (state, where it leads), as `play_from` merges them: terminals sort first.
-        merged, slot = np.unique(source[keep] * self.span + (target + self.terminals), return_inverse=True)
-        self.index.append(part.index)
-        for field, value in zip(self.edges, (np.bincount(merged // self.span, minlength=size),
-                                             merged % self.span - self.terminals,
-                                             np.bincount(slot, weights=part.weight[keep], minlength=merged.size))):
-            field.append(value)
+        merged, slot = np.unique(source * self.span + (target + self.terminals), return_inverse=True)
+        del source, target, live
+        self.index.append(part.index.astype(self.at))
+        counts, targets, probs = self.edges
+        counts.append(np.bincount(merged // self.span, minlength=size).astype(np.int32))
+        targets.append((merged % self.span - self.terminals).astype(self.at))
+        probs.append(np.bincount(slot, weights=part.weight[kept], minlength=merged.size))
         for fields, side, weights in zip(self.seats, ("row", "col"), (part.row_weights, part.col_weights)):
             for field, value in zip(fields, _support(np.asarray(e[f"{side}_count"], np.int64),
                                                      e[f"{side}_actions"], weights)):
@@ -272,17 +278,22 @@ class _Kept:
             self.gathered.append(rows[some])
 
     def in_table_order(self, game: StochasticGame, result: SolveResult, reached: np.ndarray, start: int) -> FollowedPlay:
-        """The chunks joined, their states put in the table's order (that of
-        their codes), successors renumbered as indices of the reached states."""
-        order = np.argsort(_joined(self.index), kind="stable")
-        index = np.flatnonzero(reached)
-        out_ptr, (out_next, out_prob) = _reordered(order, *self.edges)
-        live = out_next >= 0
-        position = np.cumsum(reached, dtype=np.int64 if reached.size >= 2**31 else np.int32) - 1
-        out_next[live] = position[out_next[live]]
-        del position, live
+        """The chunks' states put in the table's order (that of their codes),
+        successors renumbered as indices of the reached states. Each field is
+        placed chunk by chunk into its new array, each chunk let go once
+        placed: no joined copy of the chunks, only one field's new array at once."""
+        position = np.cumsum(reached, dtype=self.at) - 1  # a reached state's index among the reached
+        ranks = [position[index] for index in self.index]
+        self.index.clear()
+        for targets in self.edges[1]:  # successors, chunk by chunk: as indices among the reached states
+            live = targets >= 0
+            targets[live] = position[targets[live]]
+        del position
+        out_ptr, (out_next, out_prob) = _placed(ranks, *self.edges)
         row, col = (SeatChoices(ptr, actions, weights) for ptr, (actions, weights) in
-                    (_reordered(order, *fields) for fields in self.seats))
+                    (_placed(ranks, *fields) for fields in self.seats))
+        del ranks
+        index = np.flatnonzero(reached)
         gathered_at = gathered = None
         if self.per_chunk is not None:
             at = _joined(self.gathered_at)
@@ -290,7 +301,7 @@ class _Kept:
             gathered_at, gathered = np.searchsorted(index, at[by_index]), _joined(self.gathered)[by_index]
         states = np.asarray(result.states[index])
         n = states.size
-        single = np.arange(n + 1, dtype=np.int64)
+        single = np.arange(n + 1, dtype=index_type(n + 1))  # each state's one action and one cell
         graph = GameGraph(
             states=states, row_ptr=single, row_actions=np.zeros(n, np.int16), col_ptr=single,
             col_actions=np.zeros(n, np.int16), cell_ptr=single, out_ptr=out_ptr, out_next=out_next,
@@ -302,11 +313,24 @@ class _Kept:
         return FollowedPlay(play, (row, col), gathered_at, gathered)
 
 
+def cells_and_states_of(expansion: dict[str, np.ndarray], outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The cell and the state (their places in `expansion`) of each of
+    `outcomes` (sorted positions in its outcome arrays), found from where
+    each cell's and each state's outcomes begin: no array over every
+    outcome, of which play keeps a few."""
+    cells = np.asarray(expansion["row_count"], np.int64) * expansion["col_count"]
+    out_start = np.zeros(int(cells.sum()) + 1, index_type(expansion["out_next"].size + 1))
+    np.cumsum(expansion["out_count"], out=out_start[1:])
+    cell = np.searchsorted(out_start, outcomes, side="right") - 1  # a cell without outcomes shares its start
+    return cell, np.searchsorted(offsets_of(cells), cell, side="right") - 1
+
+
 def _support(count: np.ndarray, actions: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, ...]:
     """(per state: how many of its actions have positive weight, those actions, their weights)."""
     positive = weights > 0
     state = np.repeat(np.arange(count.size), count)
-    return np.bincount(state[positive], minlength=count.size), np.asarray(actions[positive], np.int16), weights[positive]
+    chosen = np.bincount(state[positive], minlength=count.size).astype(np.int32)  # a state's actions: a few
+    return chosen, np.asarray(actions[positive], np.int16), weights[positive]
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
@@ -316,9 +340,21 @@ def _joined(parts: list[np.ndarray]) -> np.ndarray:
     return joined
 
 
-def _reordered(order: np.ndarray, counts: list[np.ndarray], *fields: list[np.ndarray]) -> tuple:
-    """Per-state segments (`counts` long, of each field's chunks joined) taken
-    in `order`: (their new offsets, [each field reordered])."""
-    count = _joined(counts)
-    at = segment_positions(offsets_of(count), order)
-    return offsets_of(count[order]), [_joined(field)[at] for field in fields]
+def _placed(ranks: list[np.ndarray], counts: list[np.ndarray], *fields: list[np.ndarray]) -> tuple:
+    """Per-state segments (of `counts` per state, chunk by chunk) put in the
+    states' new order, `ranks` giving each chunk's states their new places:
+    (the new offsets, [each field so placed]). Each field's chunks are let go
+    as they are placed (the lists are emptied)."""
+    count = np.empty(sum(rank.size for rank in ranks), np.int32)
+    for rank, part in zip(ranks, counts):
+        count[rank] = part
+    counts.clear()
+    ptr = offsets_of(count).astype(index_type(int(count.sum()) + 1))
+    del count
+    placed = []
+    for chunks in fields:
+        field = np.empty(int(ptr[-1]), chunks[0].dtype)
+        for rank in ranks:
+            field[segment_positions(ptr, rank)] = chunks.pop(0)  # each chunk let go once placed
+        placed.append(field)
+    return ptr, placed
