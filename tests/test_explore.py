@@ -878,3 +878,18 @@ def test_a_browser_changes_a_cost_watches_it_solve_and_compares(server, tmp_path
         assert console(driver) == []
     finally:
         driver.quit()
+
+
+def test_a_table_on_disk_waits_until_its_worker_has_finished_the_whole_job(tiny, monkeypatch):
+    """The worker stores the table, then follows play from the start for the length and stalls a
+    query reads: until it says it is done the API answers 202, never a query without them."""
+    from solver.explore.rule_sets import RuleSets
+    from solver.explore.solves import SolveStatus
+
+    variant = [*TINY, "counter_reflect=3"]
+    key = fingerprint(apply_overrides(RuleSet(), variant))
+    solves = tiny.client.app.state.rule_sets.solves
+    monkeypatch.setattr(RuleSets, "is_stored", lambda self, rules: True)  # the table is on disk
+    monkeypatch.setitem(solves._statuses, key, SolveStatus(key, "solving", 0.0, 1.0, "", {"phase": "storing"}))
+    response = tiny.client.get("/api/query", params={"position": "start", "set": "counter_reflect=3"})
+    assert response.status_code == 202 and response.json()["status"] == "solving"

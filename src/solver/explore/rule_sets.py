@@ -101,6 +101,11 @@ class RuleSets:
             if key in self._explorers:
                 self._explorers.move_to_end(key)
                 return self._explorers[key]
+        running = self.solves.status(key[0])
+        if running is not None and running.state in ("queued", "solving"):
+            # Its table may be on disk already while the worker still follows play from the start
+            # for the length and stalls a query reads: the answer waits for the whole job.
+            raise TableNotReady([(label, running, self.solves.ahead_of(key[0]))])
         if not self.is_stored(rules):
             status = self.solves.request(rules)
             if status.state == "failed":
