@@ -95,59 +95,35 @@ def _wild_code(q1, q2, unseen, pending, players, max_unseen):
 
 
 @numba.njit(cache=True, inline="always")
-def _read_after(
-    nxt, s, rest1_kind, card1, c2, rest2_kind, card2, ps, after, radix, players, bonus_radix, bonus_total,
-    card_kind, rest_card, kind_stride, max_unseen,
-):
-    """The wild code of an open outcome `nxt` of a turn from a concrete position whose P1
-    saw `s` (its rest zone's kind `rest1_kind`) and whose P2 held `c2` (`rest2_kind`), the
-    seats playing `card1`, `card2` (`WildGame._after`). `ps`, `after`: scratch."""
-    if nxt < 0:
-        return nxt
-    kinds = bonus_radix.shape[0]
-    bonus_space = radix[5]
-    a1 = nxt // players
-    a2 = nxt % players
-    # H's seen cards after the turn (`known_after_turn`): a played kind leaves a seen copy
-    # first, the resting bonus card comes back seen; the rest of its hand is unseen.
-    for k in range(kinds):
+def _seen_after(s, rest1_kind, card1, card_kind, ps):
+    """H's seen cards after playing `card1` (`known_after_turn`), into `ps`: a played kind
+    leaves a seen copy first, the bonus card resting comes back seen; the rest of H's hand
+    after the turn (its drawn card too) is unseen."""
+    for k in range(s.shape[0]):
         ps[k] = s[k]
     k1 = card_kind[card1]
     if k1 >= 0 and ps[k1] > 0:
         ps[k1] -= 1
     if rest1_kind >= 0:
         ps[rest1_kind] += 1
+
+
+@numba.njit(cache=True, inline="always")
+def _read_after(nxt, seen_code, seen_size, kept2_code, draw_waits, bonus_space, bonus_size, players, max_unseen):
+    """The wild code of the open outcome `nxt` of a cell (`WildGame._after`). Per row: H's
+    seen cards after the turn (`seen_code`, `seen_size` of them). Per cell: the bonus code
+    N's hand has after the turn if N draws nothing (`kept2_code`), and whether more than
+    one kind would be left possible were N to draw (`draw_waits`)."""
+    if nxt < 0:
+        return nxt
+    a1 = nxt // players
+    a2 = nxt - a1 * players
     b1 = a1 % bonus_space
-    seen_code = 0
-    unseen = 0
-    for k in range(kinds - 1, -1, -1):
-        unseen += b1 % bonus_radix[k] - ps[k]
-        b1 //= bonus_radix[k]
-        seen_code += ps[k] * kind_stride[k]
-    q1 = a1 - a1 % bonus_space + seen_code
-    # N's draw (`drawn_cards`): the kind its hand gained beyond what the turn gives back.
-    b2 = a2 % bonus_space
-    for k in range(kinds - 1, -1, -1):
-        after[k] = b2 % bonus_radix[k]
-        b2 //= bonus_radix[k]
-    k2 = card_kind[card2]
-    drew = -1
-    for k in range(kinds):
-        if after[k] > c2[k] - (k2 == k) + (rest2_kind == k):
-            drew = k
-            break
-    if drew < 0 or unseen == 0:
-        return _wild_code(q1, a2, unseen, 0, players, max_unseen)
-    # Pending unless nothing H holds can change N's odds: U before N's draw has one kind only.
-    after[drew] -= 1
-    r1 = _rest_kind((a1 // bonus_space) % radix[4], rest_card, card_kind)
-    r2 = _rest_kind((a2 // bonus_space) % radix[4], rest_card, card_kind)
-    distinct = 0
-    for k in range(kinds):
-        if bonus_total[k] - ps[k] - after[k] - (r1 == k) - (r2 == k) > 0:
-            distinct += 1
-    if distinct > 1:
-        return _wild_code(q1, a2 - kind_stride[drew], unseen, 1, players, max_unseen)
+    unseen = bonus_size[b1] - seen_size  # whatever H holds beyond its seen cards
+    q1 = a1 - b1 + seen_code
+    drawn = a2 % bonus_space - kept2_code  # N's drawn card's stride (`drawn_cards`), 0 if none
+    if drawn != 0 and unseen > 0 and draw_waits:
+        return _wild_code(q1, a2 - drawn, unseen, 1, players, max_unseen)
     return _wild_code(q1, a2, unseen, 0, players, max_unseen)
 
 
@@ -156,7 +132,7 @@ def _wild_expand(
     codes, fill, row_ptr, row_cards, row_open, o_row_at, o_row_actions, o_col_at, o_col_actions, o_cell_at, o_out_at,
     o_out_next, o_out_prob, row_count, row_actions, col_count, col_actions, out_count, out_next, out_prob, radix,
     players, bonus_radix, bonus_total, kind_card, card_kind, cost, rest_card, kind_stride, max_unseen,
-    keep_counts, keep_size, keep_action, draw_action, widest,
+    keep_counts, bonus_size, keep_action, draw_action, widest,
 ):
     """Size (fill=False) or write (fill=True) the expansion of every code, as `WildGame.moves`.
 
@@ -174,7 +150,6 @@ def _wild_expand(
     c2 = np.zeros(kinds, dtype=np.int64)
     u = np.zeros(kinds, dtype=np.int64)
     ps = np.zeros(kinds, dtype=np.int64)
-    after = np.zeros(kinds, dtype=np.int64)
     legal2 = np.zeros(10, dtype=np.int64)
     keys = np.zeros(widest, dtype=np.int64)
     probs = np.zeros(widest, dtype=np.float64)
@@ -191,12 +166,13 @@ def _wild_expand(
         _decode_player(q2, radix, bonus_radix, d2, c2)
         rest1_kind = _rest_kind(d1[4], rest_card, card_kind)
         rest2_kind = _rest_kind(d2[4], rest_card, card_kind)
+        c2_code = q2 % bonus_space
         o = outs
         if pending:
             _possible(s, rest1_kind, c2, rest2_kind, bonus_total, u)
             m = 0
             for b in range(bonus_space - 1, -1, -1):  # descending codes: the kept multisets in card order
-                if keep_size[b] != unseen:
+                if bonus_size[b] != unseen:
                     continue
                 fits = True
                 for k in range(kinds):
@@ -238,6 +214,12 @@ def _wild_expand(
                 while o_row_actions[o_row_at[k] + ia] != card1:
                     ia += 1
                 n_open = o_col_at[k + 1] - o_col_at[k]
+                _seen_after(s, rest1_kind, card1, card_kind, ps)
+                seen_code = 0
+                seen_size = 0
+                for x in range(kinds):
+                    seen_code += ps[x] * kind_stride[x]
+                    seen_size += ps[x]
                 for b in range(n):
                     card2 = legal2[b]
                     ib = 0
@@ -247,11 +229,26 @@ def _wild_expand(
                     if not fill:
                         o += o_out_at[cell + 1] - o_out_at[cell]
                         continue
+                    # N's hand after the turn before any draw: its played kind out, its resting one back.
+                    # Were N to draw, U would be what neither H's seen cards, N's hand nor the
+                    # cards played (both now resting) account for.
+                    k2 = card_kind[card2]
+                    kept2_code = c2_code
+                    if k2 >= 0:
+                        kept2_code -= kind_stride[k2]
+                    if rest2_kind >= 0:
+                        kept2_code += kind_stride[rest2_kind]
+                    kinds_left = 0
+                    for x in range(kinds):
+                        kept2 = c2[x] - (k2 == x) + (rest2_kind == x)
+                        if bonus_total[x] - ps[x] - kept2 - (card_kind[card1] == x) - (k2 == x) > 0:
+                            kinds_left += 1
+                    draw_waits = kinds_left > 1
                     got = 0
                     for x in range(o_out_at[cell], o_out_at[cell + 1]):
                         key = _read_after(
-                            o_out_next[x], s, rest1_kind, card1, c2, rest2_kind, card2, ps, after, radix, players,
-                            bonus_radix, bonus_total, card_kind, rest_card, kind_stride, max_unseen,
+                            o_out_next[x], seen_code, seen_size, kept2_code, draw_waits, bonus_space, bonus_size,
+                            players, max_unseen,
                         )
                         y = 0
                         while y < got and keys[y] != key:
