@@ -36,6 +36,7 @@ import functools
 import itertools
 from collections import Counter
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,6 +46,9 @@ from .game import ChargeSparkGame, ExpansionArrays
 from .hidden import drawn_cards, known_after_turn
 from .state import Position
 from .turn import Winner, legal_cards, resolve_turn
+
+if TYPE_CHECKING:  # the kernels' module imports numba: loaded when a batch is expanded
+    from .wild_expansion import WildTables
 
 
 @dataclass(frozen=True, order=True)
@@ -126,7 +130,8 @@ class WildGame:
         return legal_cards(self.rules, p1)
 
     def moves(self, state: WildState) -> tuple[list[int], list[int], list[list[tuple[float, int]]]]:
-        """(H's actions, N's actions, per cell in row-major order: [(probability, next code or -1 - outcome)])."""
+        """(H's actions, N's actions, per cell in row-major order: [(probability, next code or -1 - outcome)]).
+        The readable reference for `expand` (`ReferenceWildGame`), one state at a time."""
         if state.pending:
             return self._pending_moves(state)
         rows = [int(card) for card in self.h_cards(state)]
@@ -227,7 +232,7 @@ class WildGame:
         return ExpansionArrays(*expand_wild_codes(self._tables, codes))
 
     @functools.cached_property
-    def _tables(self):
+    def _tables(self) -> WildTables:
         from .wild_expansion import WildTables
 
         keep_action = np.full(self.open.codec.bonus_space, -1, dtype=np.int64)

@@ -306,6 +306,7 @@ class WildTables:
 
 
 def offsets(counts: np.ndarray) -> np.ndarray:
+    """Where each of `counts`' runs starts, and the total last."""
     at = np.zeros(counts.size + 1, dtype=np.int64)
     np.cumsum(counts, out=at[1:])
     return at
@@ -336,7 +337,7 @@ def expand_wild_codes(w: WildTables, codes: np.ndarray) -> tuple[np.ndarray, ...
         row_ptr, row_cards, row_open, offsets(o_row_count), o_row_actions, offsets(o_col_count), o_col_actions,
         offsets(o_row_count * o_col_count), offsets(o_out_count), o_out_next, o_out_prob,
     )
-    widest = max(int(o_out_count.max()) if o_out_count.size else 0, 1 + int(w.common[3].sum()))
+    widest = max(int(o_out_count.max()) if o_out_count.size else 0, 1)  # a cell's outcomes before merging
     empty_i = np.zeros(0, dtype=np.int64)
     empty_f = np.zeros(0, dtype=np.float64)
     col_count = np.zeros(n, dtype=np.int64)
