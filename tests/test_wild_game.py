@@ -17,7 +17,7 @@ from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
 from rules.charge_spark.state import Position
-from rules.charge_spark.wild import WildGame, WildState, wild_state_of
+from rules.charge_spark.wild import ReferenceWildGame, WildGame, WildState, wild_state_of
 from solver.cli import main
 from solver.core.solve import solve_from
 from solver.hidden.analysis import solve_start
@@ -279,10 +279,11 @@ def test_hidden_command_with_wild_bounds(tmp_path):
 # --- an unsound relaxation on the real game, as a test double -------------------------------
 
 
-class UniformlyDrawnWildGame(WildGame):
+class UniformlyDrawnWildGame(ReferenceWildGame):
     """Unsound: P2's draw comes uniformly from U while P1 stays uncommitted (no
     choice of what P1 keeps out). Once P1 has acted by the card it holds, the
-    draw's true odds are not those."""
+    draw's true odds are not those. (Expanded state by state through `moves`,
+    which reads the `_pending_moves` changed here; the compiled `expand` would not.)"""
 
     def _pending_moves(self, state):
         possible = Counter(self.unseen_possible(state))
