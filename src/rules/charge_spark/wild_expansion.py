@@ -20,7 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .transitions import _decode_player, _legal_cards, _table_args, expand_codes
+from .transitions import decode_player_digits, expand_codes, legal_card_ids, table_args
 from .turn_tables import TurnTables
 
 
@@ -61,12 +61,12 @@ def _wild_rows(
         if pending:
             row_count[i] = 0
             continue
-        _decode_player(base // players, radix, bonus_radix, d1, s)
-        _decode_player(base % players, radix, bonus_radix, d2, c2)
+        decode_player_digits(base // players, radix, bonus_radix, d1, s)
+        decode_player_digits(base % players, radix, bonus_radix, d2, c2)
         _possible(s, _rest_kind(d1[4], rest_card, card_kind), c2, _rest_kind(d2[4], rest_card, card_kind), bonus_total, u)
         for k in range(kinds):  # the seen hand, and any kind still possible while a card is unseen
             avail[k] = s[k] if s[k] > 0 else (1 if unseen > 0 and u[k] > 0 else 0)
-        m = _legal_cards(d1, avail, rest_card, kind_card, cost, legal)
+        m = legal_card_ids(d1, avail, rest_card, kind_card, cost, legal)
         row_count[i] = m
         for a in range(m):
             card = legal[a]
@@ -162,8 +162,8 @@ def _wild_expand(
         base, unseen = rest_code // (max_unseen + 1), rest_code % (max_unseen + 1)
         q1 = base // players
         q2 = base % players
-        _decode_player(q1, radix, bonus_radix, d1, s)
-        _decode_player(q2, radix, bonus_radix, d2, c2)
+        decode_player_digits(q1, radix, bonus_radix, d1, s)
+        decode_player_digits(q2, radix, bonus_radix, d2, c2)
         rest1_kind = _rest_kind(d1[4], rest_card, card_kind)
         rest2_kind = _rest_kind(d2[4], rest_card, card_kind)
         c2_code = q2 % bonus_space
@@ -200,7 +200,7 @@ def _wild_expand(
                 col_actions[cols] = draw_action
         else:
             m = row_ptr[i + 1] - row_ptr[i]
-            n = _legal_cards(d2, c2, rest_card, kind_card, cost, legal2)
+            n = legal_card_ids(d2, c2, rest_card, kind_card, cost, legal2)
             if fill:
                 for b in range(n):
                     col_actions[cols + b] = legal2[b]
@@ -290,7 +290,7 @@ class WildTables:
 
     def __init__(self, tables: TurnTables, max_unseen: int, keep_action_by_code: np.ndarray, draw_action: int) -> None:
         self.tables = tables
-        radix, players, bonus_radix, bonus_total, kind_card, for_player, _ = _table_args(tables)
+        radix, players, bonus_radix, bonus_total, kind_card, for_player, _ = table_args(tables)
         _stride, kind_stride, card_kind, cost, _gain, rest_card, _, _ = for_player
         self.common = (radix, players, bonus_radix, bonus_total, kind_card, card_kind, cost, rest_card, kind_stride,
                        max_unseen)
