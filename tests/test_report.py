@@ -686,3 +686,31 @@ def test_a_card_p1_never_plays_is_shown_with_the_rules_value_and_not_solved(tmp_
     again = build.build_report(rules, tmp_path, sections=STRENGTH_ONLY, workers=1)
     assert [(x.card, x.value, x.unplayed) for x in again.restricted] == [
         (x.card, x.value, x.unplayed) for x in first.restricted]
+
+
+def test_plays_graph_is_let_go_before_the_propagation_runs(tmp_path, monkeypatch):
+    """The chain holds all the propagation reads: play's graph beside it was a
+    second copy of the chain's edges at the propagation's peak."""
+    import gc
+    import weakref
+
+    import solver.report.build as build
+
+    graphs, alive_at_propagation = [], []
+
+    def chain_of_play(graph):
+        graphs.append(weakref.ref(graph.out_prob))
+        return original_chain(graph)
+
+    def turn_by_turn(*args, **kwargs):
+        gc.collect()
+        alive_at_propagation.extend(ref() is not None for ref in graphs)
+        return original_propagation(*args, **kwargs)
+
+    original_chain, original_propagation = build.chain_of_play, build.turn_by_turn
+    monkeypatch.setattr(build, "chain_of_play", chain_of_play)
+    monkeypatch.setattr(build, "turn_by_turn", turn_by_turn)
+    result = run("report", *SMALL, "--sections", "headline", "--out", str(tmp_path / "r.html"),
+                 "--cache-dir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert alive_at_propagation == [False]

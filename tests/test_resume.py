@@ -26,12 +26,16 @@ RULES = ["board=S*M", "health=1", "bonus_cards=ray"]
 SRC = Path(__file__).resolve().parent.parent / "src"
 
 # Solves the rules with a checkpoint and kills itself (SIGKILL: no clean-up at all) when
-# layer number KILL_AT starts: its graph built, its figures not yet written.
+# layer number KILL_AT starts: its graph built, its figures not yet written. What it solves:
+# the table ("table"), a report's variant of the rules ("variant", kept under the cache
+# directory given), or a report's restricted game (the card barred).
 KILLED_SOLVE = textwrap.dedent("""
     import os, signal, sys
     from rules.charge_spark.config import RuleSet, apply_overrides
     from rules.charge_spark.game import ChargeSparkGame
     from rules.charge_spark.state import initial_position
+    from solver.analysis.restricted import RestrictedJob, value_without
+    from solver.analysis.sensitivity import Variant, VariantJob, summarise_variant
     from solver.core import layered
     from solver.core.solve import solve_from
 
@@ -46,9 +50,14 @@ KILLED_SOLVE = textwrap.dedent("""
         return solve_layer(*args, **kwargs)
 
     layered.solve_layer = solve_layer_then_die
-    rules = apply_overrides(RuleSet(), sys.argv[3:])
+    rules = apply_overrides(RuleSet(), sys.argv[4:])
     game = ChargeSparkGame(rules)
-    solve_from(game, [game.encode(initial_position(rules))], show_progress=False, resume_dir=sys.argv[1])
+    if sys.argv[3] == "table":
+        solve_from(game, [game.encode(initial_position(rules))], show_progress=False, resume_dir=sys.argv[1])
+    elif sys.argv[3] == "variant":
+        summarise_variant(VariantJob(Variant("a variant", "", rules), sys.argv[1]))
+    else:
+        value_without(RestrictedJob(rules, sys.argv[3], cache_dir=sys.argv[1]))
 """)
 
 
@@ -64,9 +73,9 @@ def uninterrupted():
     return solve_from(game, [root], show_progress=False)
 
 
-def _killed_solve(resume: Path, layers_done: int) -> None:
+def _killed_solve(resume: Path, layers_done: int, what: str = "table") -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
-    run = subprocess.run([sys.executable, "-c", KILLED_SOLVE, str(resume), str(layers_done), *RULES], env=env,
+    run = subprocess.run([sys.executable, "-c", KILLED_SOLVE, str(resume), str(layers_done), what, *RULES], env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == -signal.SIGKILL, run.stderr
 
@@ -129,3 +138,36 @@ def test_a_checkpoint_part_is_trusted_only_whole(tmp_path):
     path.write_bytes(path.read_bytes()[:-1])
     assert kept.load(3) is None and kept.finished_parts() == []
     assert Checkpoint(tmp_path, {"what": 1}).finished_parts() == []
+
+
+@pytest.mark.parametrize("what", ["variant", "ray"])
+def test_a_reports_further_solve_killed_mid_rank_resumes_from_its_kept_ranks(tmp_path, monkeypatch, what):
+    """A variant (hurried play) or a restricted game (values alone) stores no
+    table, but an interrupted report resumes the ranks it finished, under its
+    cache directory, and the answer is the uninterrupted one's."""
+    from solver.analysis.restricted import RestrictedJob, value_without
+    from solver.analysis.sensitivity import Variant, VariantJob, summarise_variant
+
+    rules = apply_overrides(RuleSet(), RULES)
+
+    def solved(cache_dir):
+        if what == "variant":
+            found = summarise_variant(VariantJob(Variant("a variant", "", rules), cache_dir))
+            return found.value, found.outcomes, found.expected_length
+        found = value_without(RestrictedJob(rules, what, cache_dir=cache_dir))
+        return found.value, found.error
+
+    whole = solved(None)
+    _killed_solve(tmp_path, layers_done=2, what=what)
+    kept = [folder for folder in (tmp_path / "resume").iterdir() if _parts(folder)]
+    assert len(kept) == 1 and len(_parts(kept[0])) >= 2
+    layers = []
+    solve_layer = layered.solve_layer
+    monkeypatch.setattr(layered, "solve_layer", lambda *a, **k: layers.append(1) or solve_layer(*a, **k))
+    assert solved(str(tmp_path)) == whole
+    monkeypatch.undo()
+    again = []
+    monkeypatch.setattr(layered, "solve_layer", lambda *a, **k: again.append(1) or solve_layer(*a, **k))
+    solved(str(tmp_path))
+    assert 0 < len(layers) <= len(again) - 2  # at least the two kept ranks were read, not solved
+    assert not (tmp_path / "resume").exists()  # kept work goes once the solve is done

@@ -251,3 +251,19 @@ def test_a_workers_memory_limit_caps_the_states_when_it_is_the_tightest(monkeypa
     assert state_limit(1000) == (1000, None)  # the user's tighter limit
     monkeypatch.setattr(resources, "states_that_fit", lambda per_state=None: 1000)
     assert state_limit(None) == (None, None)  # less memory free than the worker may use
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_the_resource_trackers_list_of_what_it_cleans_up_is_kept_off_stderr(quiet):
+    """What an interrupted sweep's workers leave behind, the resource tracker cleans up; the
+    CLI keeps its list off stderr, where the command's own last line must stay last."""
+    script = ("import solver.cli; solver.cli.quiet_resource_tracker()\n" if quiet else "") + (
+        "from multiprocessing import shared_memory\n"
+        "left = shared_memory.SharedMemory(create=True, size=64)\n"  # never unlinked: the tracker's to clean up
+        "left.close()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env.pop("PYTHONWARNINGS", None)
+    run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0
+    assert ("leaked shared_memory" in run.stderr) is not quiet, run.stderr

@@ -17,7 +17,7 @@ from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
 from rules.charge_spark.state import Position
-from rules.charge_spark.wild import WildGame, WildState, wild_state_of
+from rules.charge_spark.wild import ReferenceWildGame, WildGame, WildState, wild_state_of
 from solver.cli import main
 from solver.core.solve import solve_from
 from solver.hidden.analysis import solve_start
@@ -51,6 +51,12 @@ def small(tmp_path_factory) -> tuple[OpenGame, WildTable]:
     return solved(SMALL, tmp_path_factory.mktemp("tables"))
 
 
+def outcomes_after(game: WildGame, state: WildState, p1: Card, p2: Card) -> list:
+    """The (chance, next code) pairs of `state` when P1 plays `p1` and P2 `p2`."""
+    rows, cols, cells = game.moves(state)
+    return cells[rows.index(p1) * len(cols) + cols.index(p2)]
+
+
 def labels(game: WildGame, actions) -> list[str]:
     return [game.action_labels[a] for a in actions]
 
@@ -68,8 +74,7 @@ def test_an_unseen_card_may_be_played_as_any_card_still_possible():
     seen = wild_state_of(position, (Card.RAY,))
     assert Card.RAY in game.h_cards(seen) and Card.TRAP not in game.h_cards(seen)
     # Played as a Trap, the card is public from then on: nothing unseen is left.
-    rows, cols, cells = game.moves(unseen)
-    after = cells[rows.index(Card.TRAP) * len(cols) + cols.index(Card.BARRIER)]
+    after = outcomes_after(game, unseen, Card.TRAP, Card.BARRIER)
     assert len(after) == 1 and after[0][0] == 1.0
     state = game.decode(after[0][1])
     assert state.unseen == 0 and state.position.p1.rest.card is Card.TRAP and state.position.p1.bonus == ()
@@ -79,8 +84,7 @@ def test_an_own_draw_is_a_free_choice_that_stays_unseen():
     rules = rules_of(*TINY)
     game = WildGame(rules)
     state = wild_state_of(parse_position("h1 b1 d1 p0 rest=charge / h1 b1 d1 rest=charge", rules), ())
-    rows, cols, cells = game.moves(state)
-    (outcome,) = cells[rows.index(Card.MOVE) * len(cols) + cols.index(Card.BARRIER)]
+    (outcome,) = outcomes_after(game, state, Card.MOVE, Card.BARRIER)
     drew = game.decode(outcome[1])
     assert outcome[0] == pytest.approx(1.0)  # one wild state, whichever card came
     assert drew == WildState(parse_position("h1 b1 d1 p1 rest=move / h1 b1 d1 rest=barrier", rules), 1)
@@ -90,8 +94,7 @@ def test_the_opponents_draw_waits_for_the_holder_to_keep_a_card_out():
     rules = rules_of(*TINY)
     game = WildGame(rules)
     state = wild_state_of(parse_position("h1 b1 d1 p1 rest=move bonus=ray / h1 b1 d1 rest=charge", rules), ())
-    rows, cols, cells = game.moves(state)
-    (outcome,) = cells[rows.index(Card.BARRIER) * len(cols) + cols.index(Card.MOVE)]
+    (outcome,) = outcomes_after(game, state, Card.BARRIER, Card.MOVE)
     pending = game.decode(outcome[1])
     assert pending.pending and pending.unseen == 1 and pending.position.p2.bonus == ()
     keeps, draws, drawn = game.moves(pending)
@@ -107,8 +110,7 @@ def test_a_draw_nothing_held_can_change_is_dealt_at_once():
     rules = rules_of(*TINY)
     game = WildGame(rules)
     state = wild_state_of(parse_position("h1 b1 d1 p1 rest=move bonus=ray / h1 b1 d1 rest=charge", rules), (Card.RAY,))
-    rows, cols, cells = game.moves(state)
-    (outcome,) = cells[rows.index(Card.BARRIER) * len(cols) + cols.index(Card.MOVE)]
+    (outcome,) = outcomes_after(game, state, Card.BARRIER, Card.MOVE)
     assert not game.decode(outcome[1]).pending and game.decode(outcome[1]).position.p2.bonus == (Card.TRAP,)
 
 
@@ -277,10 +279,11 @@ def test_hidden_command_with_wild_bounds(tmp_path):
 # --- an unsound relaxation on the real game, as a test double -------------------------------
 
 
-class UniformlyDrawnWildGame(WildGame):
+class UniformlyDrawnWildGame(ReferenceWildGame):
     """Unsound: P2's draw comes uniformly from U while P1 stays uncommitted (no
     choice of what P1 keeps out). Once P1 has acted by the card it holds, the
-    draw's true odds are not those."""
+    draw's true odds are not those. (Expanded state by state through `moves`,
+    which reads the `_pending_moves` changed here; the compiled `expand` would not.)"""
 
     def _pending_moves(self, state):
         possible = Counter(self.unseen_possible(state))

@@ -6,6 +6,7 @@ import contextlib
 import errno
 import json
 import math
+import os
 import signal
 import sys
 import tempfile
@@ -110,6 +111,20 @@ def main(ctx: click.Context, debug: bool) -> None:
     # Both explicitly: a process started in the background inherits SIGINT ignored.
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
+    quiet_resource_tracker()
+
+
+RESOURCE_TRACKER_WARNING = "ignore:resource_tracker:UserWarning"
+"""An interrupted sweep or report stops its worker processes mid-task, and the
+resource tracker they share then lists what it cleans up after them on stderr,
+below the command's own last line. It does clean it up: the list is noise."""
+
+
+def quiet_resource_tracker() -> None:
+    """Have the resource tracker (started later, with this environment) keep its list to itself."""
+    present = os.environ.get("PYTHONWARNINGS", "")
+    if RESOURCE_TRACKER_WARNING not in present.split(","):
+        os.environ["PYTHONWARNINGS"] = ",".join(filter(None, [present, RESOURCE_TRACKER_WARNING]))
 
 
 def _interrupt(signum, frame) -> None:

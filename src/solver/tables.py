@@ -271,13 +271,12 @@ def solved_table(
         game = ChargeSparkGame(rules)
         code = game.encode(initial_position(rules))
         seed = warm_start(warm, game, warn)
-        result = solve_from(
-            game, [code], show_progress=show_progress, max_states=max_states,
-            estimated_states=estimate_reachable(rules), estimated_from="from the start", workers=workers, warm=seed,
-            resume_dir=resume_dir_of(path),
-        )
-        with contextlib.suppress(OSError):  # the folder of kept ranks, once no solve keeps any there
-            resume_dir_of(path).parent.rmdir()
+        with resuming_in(resume_dir_of(path)) as resume:
+            result = solve_from(
+                game, [code], show_progress=show_progress, max_states=max_states,
+                estimated_states=estimate_reachable(rules), estimated_from="from the start", workers=workers,
+                warm=seed, resume_dir=resume,
+            )
         meta = {"fingerprint": key, "rules": canonical_mapping(rules)}
         stored = store_table(path, result, key, meta, warn)
         if mapped and not _mapped_already(result):
@@ -291,6 +290,25 @@ def resume_dir_of(path: Path) -> Path:
     """Where the solve of the table at `path` keeps its finished ranks until it
     is stored, so that an interrupted solve resumes from them."""
     return path.parent / "resume" / path.stem
+
+
+def further_resume_dir(cache_dir: str | os.PathLike[str], key: str, what: str) -> Path:
+    """Where a report's further solve of the rules fingerprinted `key` (`what`:
+    "start" for a variant, "without-CARD" for a restricted game), which stores no
+    table, keeps its finished ranks until it ends: an interrupted report resumes
+    them rather than solving them again. Apart from `resume_dir_of`'s, since that
+    solve keeps strategies and this one does not."""
+    return Path(cache_dir) / "resume" / f"{key}.{what}"
+
+
+@contextlib.contextmanager
+def resuming_in(directory: Path | None) -> Iterator[Path | None]:
+    """`directory` for a solve's finished ranks; its parent goes too once the
+    solve is done and no other solve keeps anything there."""
+    yield directory
+    if directory is not None:
+        with contextlib.suppress(OSError):
+            directory.parent.rmdir()
 
 
 def _mapped_already(result: SolveResult) -> bool:

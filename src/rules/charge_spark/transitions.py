@@ -15,7 +15,7 @@ from .turn_tables import TurnTables
 
 
 @numba.njit(cache=True, inline="always")
-def _decode_player(code, radix, bonus_radix, digits, counts):
+def decode_player_digits(code, radix, bonus_radix, digits, counts):
     """Fill digits (health - 1, battery, disc, progress, rest) and bonus counts."""
     bonus = code % radix[5]
     code //= radix[5]
@@ -28,7 +28,7 @@ def _decode_player(code, radix, bonus_radix, digits, counts):
 
 
 @numba.njit(cache=True, inline="always")
-def _legal_cards(digits, counts, rest_card, kind_card, cost, out):
+def legal_card_ids(digits, counts, rest_card, kind_card, cost, out):
     """Write the player's legal cards (ascending) into out; return how many."""
     n = 0
     for card in range(6):
@@ -105,8 +105,8 @@ def _expand(
     for i in range(codes.shape[0]):
         code1 = codes[i] // players
         code2 = codes[i] % players
-        _decode_player(code1, radix, bonus_radix, d1, c1)
-        _decode_player(code2, radix, bonus_radix, d2, c2)
+        decode_player_digits(code1, radix, bonus_radix, d1, c1)
+        decode_player_digits(code2, radix, bonus_radix, d2, c2)
         total = 0
         for k in range(kinds):
             pile[k] = bonus_total[k] - c1[k] - c2[k]
@@ -118,8 +118,8 @@ def _expand(
             total += pile[k]
         returned1 = card_kind[rest_card[d1[4]]] if rest_card[d1[4]] >= 0 else -1
         returned2 = card_kind[rest_card[d2[4]]] if rest_card[d2[4]] >= 0 else -1
-        m = _legal_cards(d1, c1, rest_card, kind_card, cost, legal1)
-        n = _legal_cards(d2, c2, rest_card, kind_card, cost, legal2)
+        m = legal_card_ids(d1, c1, rest_card, kind_card, cost, legal1)
+        n = legal_card_ids(d2, c2, rest_card, kind_card, cost, legal2)
         o = outs  # next outcome slot
         for a in range(m):
             card1 = legal1[a]
@@ -217,7 +217,8 @@ def _expand(
     return rows, cols, cells, outs
 
 
-def _table_args(t: TurnTables) -> tuple:
+def table_args(t: TurnTables) -> tuple:
+    """The arrays of `t` the compiled turn takes, in its argument order (strides derived from the radices)."""
     kind_stride = np.array(
         [int(np.prod(t.bonus_radix[k + 1 :])) for k in range(t.bonus_radix.size)], dtype=np.int64
     )
@@ -242,7 +243,7 @@ def expand_codes(tables: TurnTables, codes: np.ndarray) -> tuple[np.ndarray, ...
     state_outs = np.zeros(n, dtype=np.int64)
     empty_i = np.zeros(0, dtype=np.int64)
     empty_f = np.zeros(0, dtype=np.float64)
-    args = _table_args(tables)
+    args = table_args(tables)
     rows, cols, cells, outs = _expand(
         codes, False, row_count, empty_i, col_count, empty_i, state_outs, empty_i, empty_f, *args
     )

@@ -32,9 +32,11 @@ from the seat-swapped position: one table serves both seats.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import Counter
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,6 +46,9 @@ from .game import ChargeSparkGame, ExpansionArrays
 from .hidden import drawn_cards, known_after_turn
 from .state import Position
 from .turn import Winner, legal_cards, resolve_turn
+
+if TYPE_CHECKING:  # the kernels' module imports numba: loaded when a batch is expanded
+    from .wild_expansion import WildTables
 
 
 @dataclass(frozen=True, order=True)
@@ -97,7 +102,6 @@ class WildGame:
             + tuple("keeps " + "+".join(card.label for card in kept) for kept in self.keeps)
             + ("draws",)
         )
-        self._moves: dict[int, tuple[list[int], list[int], list[list[tuple[float, int]]]]] = {}
 
     # --- encoding -------------------------------------------------------------
 
@@ -126,7 +130,8 @@ class WildGame:
         return legal_cards(self.rules, p1)
 
     def moves(self, state: WildState) -> tuple[list[int], list[int], list[list[tuple[float, int]]]]:
-        """(H's actions, N's actions, per cell in row-major order: [(probability, next code or -1 - outcome)])."""
+        """(H's actions, N's actions, per cell in row-major order: [(probability, next code or -1 - outcome)]).
+        The readable reference for `expand` (`ReferenceWildGame`), one state at a time."""
         if state.pending:
             return self._pending_moves(state)
         rows = [int(card) for card in self.h_cards(state)]
@@ -220,30 +225,20 @@ class WildGame:
         return rows, [self.draw_action], cells
 
     def expand(self, codes: np.ndarray) -> ExpansionArrays:
-        row_count, row_actions, col_count, col_actions = [], [], [], []
-        out_count, out_next, out_prob = [], [], []
-        for code in np.asarray(codes, dtype=np.int64):
-            rows, cols, cells = self._moves_of(int(code))
-            row_count.append(len(rows))
-            col_count.append(len(cols))
-            row_actions += rows
-            col_actions += cols
-            for cell in cells:
-                out_count.append(len(cell))
-                out_prob += [p for p, _ in cell]
-                out_next += [n for _, n in cell]
-        as_int = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
-        return ExpansionArrays(
-            as_int(row_count), as_int(row_actions), as_int(col_count), as_int(col_actions),
-            as_int(out_count), as_int(out_next), np.array(out_prob, dtype=np.float64),
-        )
+        """`moves` of every code, compiled (`wild_expansion`): the same actions, cells and
+        outcomes in the same order. Nothing is kept between calls."""
+        from .wild_expansion import expand_wild_codes  # numba loads only when a batch is expanded
 
-    def _moves_of(self, code: int) -> tuple[list[int], list[int], list[list[tuple[float, int]]]]:
-        # Kept: a solve expands each state twice (enumeration, then the solve), and the turns are plain Python.
-        found = self._moves.get(code)
-        if found is None:
-            found = self._moves[code] = self.moves(self.decode(code))
-        return found
+        return ExpansionArrays(*expand_wild_codes(self._tables, codes))
+
+    @functools.cached_property
+    def _tables(self) -> WildTables:
+        from .wild_expansion import WildTables
+
+        keep_action = np.full(self.open.codec.bonus_space, -1, dtype=np.int64)
+        for kept, action in self._keep_action.items():
+            keep_action[self.open.codec.encode_bonus(kept)] = action
+        return WildTables(self.open.tables, self.max_unseen, keep_action, self.draw_action)
 
     # --- order for a rank-by-rank solve -----------------------------------------
 
@@ -260,3 +255,26 @@ class WildGame:
         step = ((moved1 + moved2) * (self.max_unseen + 1) + (self.max_unseen - unseen)) * 2 + (1 - pending)
         return (step * radix + owned1) * radix + owned2
 
+
+
+class ReferenceWildGame(WildGame):
+    """The same game expanded state by state by `WildGame.moves`: slow, the reference for `expand`."""
+
+    def expand(self, codes: np.ndarray) -> ExpansionArrays:
+        row_count, row_actions, col_count, col_actions = [], [], [], []
+        out_count, out_next, out_prob = [], [], []
+        for code in np.asarray(codes, dtype=np.int64):
+            rows, cols, cells = self.moves(self.decode(int(code)))
+            row_count.append(len(rows))
+            col_count.append(len(cols))
+            row_actions += rows
+            col_actions += cols
+            for cell in cells:
+                out_count.append(len(cell))
+                out_prob += [p for p, _ in cell]
+                out_next += [n for _, n in cell]
+        as_int = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
+        return ExpansionArrays(
+            as_int(row_count), as_int(row_actions), as_int(col_count), as_int(col_actions),
+            as_int(out_count), as_int(out_next), np.array(out_prob, dtype=np.float64),
+        )

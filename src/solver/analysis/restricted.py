@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from rules.charge_spark.config import RuleSet
+from rules.charge_spark.config import RuleSet, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 
@@ -22,7 +22,7 @@ from ..core.graph import distinct_sorted, expansion_of, segment_positions
 from ..core.play import reached_breadth_first, table_indices
 from ..core.protocol import Expansion, StochasticGame
 from ..core.result import SolveResult
-from ..tables import WarmTable, warm_start, warn_on_stderr
+from ..tables import WarmTable, further_resume_dir, resuming_in, warm_start, warn_on_stderr
 from .wrapped import WrappedGame
 
 
@@ -104,6 +104,9 @@ class RestrictedJob:
     warm_from: WarmTable | None = None
     """A stored table (the rules' own: `tables.warm_table_of`) whose values start the
     solve, used when it shares the state encoding; else the solve starts cold."""
+    cache_dir: str | None = None
+    """Where the solve keeps its finished ranks until it ends (`tables.further_resume_dir`),
+    so that an interrupted report resumes them; None: nothing kept."""
 
 
 def value_without(job: RestrictedJob) -> RestrictedValue:
@@ -124,10 +127,12 @@ def _value_without(job: RestrictedJob) -> RestrictedValue:
     # Barring a card only lowers P1's values: the rules' own are estimates from above.
     warm = warm_start(job.warm_from, restricted, warn_on_stderr)
     # Unhurried: only the value is wanted, and it is the same under any optimal strategies.
-    figures = solve_start_figures(
-        restricted, [start], hurried=False, show_progress=job.show_progress, workers=job.workers,
-        max_states=job.max_states, warm=warm,
-    )
+    kept = further_resume_dir(job.cache_dir, fingerprint(job.rules), f"without-{job.card}") if job.cache_dir else None
+    with resuming_in(kept) as resume:
+        figures = solve_start_figures(
+            restricted, [start], hurried=False, show_progress=job.show_progress, workers=job.workers,
+            max_states=job.max_states, warm=warm, resume_dir=resume,
+        )
     return RestrictedValue(job.card, float(figures.values[0]), seconds=time.perf_counter() - started,
                            warm_started=warm is not None, states=int(figures.num_states))
 

@@ -34,7 +34,15 @@ from ..core.resources import LAYERED_BYTES_PER_STATE
 from ..core.table_file import table_path
 from ..storage import default_cache_dir
 from ..summary import UNENDING, StartSummary, length_beyond, summarise_from
-from ..tables import WarmTable, cached_table, solve_to_boundary, warm_start, warn_on_stderr
+from ..tables import (
+    WarmTable,
+    cached_table,
+    further_resume_dir,
+    resuming_in,
+    solve_to_boundary,
+    warm_start,
+    warn_on_stderr,
+)
 
 if TYPE_CHECKING:
     from ..core.solve import StartFigures  # not imported at run time: it loads the compiled kernels
@@ -235,7 +243,10 @@ def _rules_summary(job: VariantJob, started: float) -> VariantSummary:
         result = solve_from(game, [code], **options)
         summary, states = summarise_from(game, result, code, job.length_turns), result.num_states
     else:
-        figures = solve_start_figures(game, [code], hurried=True, **options)
+        # Half an hour at the printed rules' size: an interrupted report resumes the ranks it finished.
+        kept = further_resume_dir(job.cache_dir, key, "start") if job.cache_dir else None
+        with resuming_in(kept) as resume:
+            figures = solve_start_figures(game, [code], hurried=True, resume_dir=resume, **options)
         summary, states = figures_summary(figures, 0), figures.num_states
     return VariantSummary.of(summary, time.perf_counter() - started, False, warm is not None, int(states))
 

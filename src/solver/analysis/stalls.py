@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -404,7 +404,10 @@ def followed_length_and_stalls(game: ChargeSparkGame, result: SolveResult, code:
     Measured at board S*M, health 2 (189,544 states reached): 84 MB at the
     peak instead of 218, in two thirds of the time."""
     followed = follow_play(game, result, code)
-    stall = stall_chain_of_play(followed, result, chain_of_play(followed.play.graph))
+    chain = chain_of_play(followed.play.graph)
+    # The chain holds all the rest reads: play's graph beside it would be a second copy of its edges.
+    followed = replace(followed, play=replace(followed.play, graph=None))
+    stall = stall_chain_of_play(followed, result, chain)
     play = followed.play
     i = int(play.index[play.start])
     figures = length_figures(length_pmf(stall, LENGTH_TURNS), result.expected_length(i),

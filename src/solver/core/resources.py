@@ -17,10 +17,12 @@ figures every worker shares (hurried play's buzzer values and guarantees include
 guarantees as float32 offsets) and the workers' rank graphs; measured on the printed rules,
 7.9 GB for 49,383,601 states on two workers (160 bytes a state; docs/performance.md)."""
 
-FOLLOW_PLAY_BYTES_PER_STATE = 400
+FOLLOW_PLAY_BYTES_PER_STATE = 200
 """Memory a state of the table that following play from the start for its length
-distribution and stalls (`analysis.stalls.length_and_stalls`) takes: on the printed rules it
-had passed 15.7 GB (318 bytes a state of the table) and was still rising when stopped."""
+distribution and stalls (`analysis.stalls.followed_length_and_stalls`) takes at its peak:
+340 bytes a state play reaches (traced, board S*M health 2, 2026-12-03: docs/performance.md),
+and the printed rules' play reaches 42% of their table (143 bytes a state of it); 200 holds
+rule sets whose play reaches up to 59% of theirs."""
 
 MEMORY_SHARE = 0.9
 """A solve plans for this share of the memory available, leaving the rest to the system."""

@@ -9,7 +9,6 @@ under its own key, with the same lock and handling of damaged files.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from rules.charge_spark.wild import WildGame, wild_state_of
 from ..core.result import SolveResult
 from ..core.table_file import table_lock, table_path
 from ..storage import default_cache_dir
-from ..tables import cached_table, resume_dir_of, store_table
+from ..tables import cached_table, resume_dir_of, resuming_in, store_table
 
 WILD_UP_TO = 100_000
 """Open tables up to this many states get a wild table: its turns' outcomes are read
@@ -106,9 +105,8 @@ def solved_wild_table(
 
         game = WildGame(rules)
         roots = wild_roots(game, ChargeSparkGame(rules), open_states)
-        result = solve_from(game, roots, show_progress=False, resume_dir=resume_dir_of(path))
-        with contextlib.suppress(OSError):
-            resume_dir_of(path).parent.rmdir()
+        with resuming_in(resume_dir_of(path)) as resume:
+            result = solve_from(game, roots, show_progress=False, resume_dir=resume)
         meta = {"fingerprint": fingerprint(rules), "rules": canonical_mapping(rules), "game": "wild game for P1"}
         stored = store_table(path, result, key, meta, warn)
         return WildTable(rules, result, path, reused=False, stored=stored)

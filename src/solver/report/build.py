@@ -449,11 +449,13 @@ class _Parts:
     def _turn_by_turn(self) -> TurnByTurn:
         """Play's state probabilities propagated once, with every figure the parts read turn by turn."""
         if self._turns is None:
-            followed = self.followed
-            self._turns = self.timed("visits", lambda: turn_by_turn(
-                self.chain, followed.play.start, LENGTH_TURNS, choices_to_follow(followed),
-                len(self.game.action_labels),
-            ), lambda turns: int(followed.play.states.size))
+            def propagate() -> TurnByTurn:
+                chain = self.chain  # first: building it lets play's graph go, which no propagation must hold
+                followed = self.followed
+                return turn_by_turn(chain, followed.play.start, LENGTH_TURNS, choices_to_follow(followed),
+                                    len(self.game.action_labels))
+
+            self._turns = self.timed("visits", propagate, lambda turns: int(self.play.states.size))
         return self._turns
 
     def _states_of(self, name: str, value, play: bool) -> int | None:

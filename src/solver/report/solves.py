@@ -189,7 +189,7 @@ def further_solve(job: RestrictedJob | VariantJob) -> RestrictedValue | VariantS
     where this process reaches it, else (a cluster's worker on another machine)
     in its own default cache."""
     if isinstance(job, RestrictedJob):
-        return value_without(job)
+        return value_without(replace(job, cache_dir=writable_dir(job.cache_dir)))
     return summarise_variant(replace(job, cache_dir=writable_dir(job.cache_dir)))
 
 
@@ -213,8 +213,9 @@ def further_solves(
     # stalling tail of a few games in a thousand can put the mean in the thousands of turns.
     # Each starts from the rules' own table where it shares its state encoding: same answer, sooner.
     warm = warm_table_of(rules, cache_dir)
-    jobs = [RestrictedJob(rules, card, warm_from=warm, **options) for card in plan.cards] + [
-        VariantJob(v, str(Path(cache_dir).resolve()), length_turns=LENGTH_TURNS if v == plan.first else 0,
+    kept_in = str(Path(cache_dir).resolve())
+    jobs = [RestrictedJob(rules, card, warm_from=warm, cache_dir=kept_in, **options) for card in plan.cards] + [
+        VariantJob(v, kept_in, length_turns=LENGTH_TURNS if v == plan.first else 0,
                    warm_from=warm, **options)
         for v in plan.variants]
 
