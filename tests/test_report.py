@@ -691,25 +691,10 @@ def test_a_card_p1_never_plays_is_shown_with_the_rules_value_and_not_solved(tmp_
 def test_plays_graph_is_let_go_before_the_propagation_runs(tmp_path, monkeypatch):
     """The chain holds all the propagation reads: play's graph beside it was a
     second copy of the chain's edges at the propagation's peak."""
-    import gc
-    import weakref
-
     import solver.report.build as build
+    from graph_lifetime import watch_graph_at
 
-    graphs, alive_at_propagation = [], []
-
-    def chain_of_play(graph):
-        graphs.append(weakref.ref(graph.out_prob))
-        return original_chain(graph)
-
-    def turn_by_turn(*args, **kwargs):
-        gc.collect()
-        alive_at_propagation.extend(ref() is not None for ref in graphs)
-        return original_propagation(*args, **kwargs)
-
-    original_chain, original_propagation = build.chain_of_play, build.turn_by_turn
-    monkeypatch.setattr(build, "chain_of_play", chain_of_play)
-    monkeypatch.setattr(build, "turn_by_turn", turn_by_turn)
+    alive_at_propagation = watch_graph_at(monkeypatch, build, "turn_by_turn")
     result = run("report", *SMALL, "--sections", "headline", "--out", str(tmp_path / "r.html"),
                  "--cache-dir", str(tmp_path))
     assert result.exit_code == 0, result.output

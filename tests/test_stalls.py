@@ -198,27 +198,12 @@ def test_play_followed_once_gives_the_same_length_and_stalls_as_play_from():
 def test_plays_graph_is_let_go_before_the_length_is_propagated(monkeypatch):
     """`followed_length_and_stalls` lets play's graph go once its chain is
     built: the graph beside the chain was a second copy of every edge of play."""
-    import gc
-    import weakref
-
+    from graph_lifetime import watch_graph_at
     from rules.charge_spark.config import RuleSet, apply_overrides
     from rules.charge_spark.game import ChargeSparkGame
     from rules.charge_spark.state import initial_position
 
-    graphs, alive_at_propagation = [], []
-
-    def chain_of_play(graph):
-        graphs.append(weakref.ref(graph.out_prob))
-        return original_chain(graph)
-
-    def propagated_length(*args, **kwargs):
-        gc.collect()
-        alive_at_propagation.extend(ref() is not None for ref in graphs)
-        return original_length(*args, **kwargs)
-
-    original_chain, original_length = stalls_module.chain_of_play, stalls_module.length_pmf
-    monkeypatch.setattr(stalls_module, "chain_of_play", chain_of_play)
-    monkeypatch.setattr(stalls_module, "length_pmf", propagated_length)
+    alive_at_propagation = watch_graph_at(monkeypatch, stalls_module, "length_pmf")
     rules = apply_overrides(RuleSet(), ["board=S*M", "health=1", "battery_tiles=2", "disc_tiles=3"])
     game = ChargeSparkGame(rules)
     start = game.encode(initial_position(rules))
