@@ -421,7 +421,7 @@ def hidden(
         from .hidden.wild_table import WILD_UP_TO, solved_wild_table
 
         if table.result.table_states > WILD_UP_TO:
-            raise click.UsageError(f"--wild reads the wild game's turns in plain Python: rules of up to {WILD_UP_TO:,} open"
+            raise click.UsageError(f"--wild solves the wild table of rules of up to {WILD_UP_TO:,} open"
                                    f" states, not {table.result.table_states:,}")
         wild_table = solved_wild_table(rule_set, table.result.states, cache_dir, warn=warn)
     progress = None

@@ -30,8 +30,8 @@ from ..storage import default_cache_dir
 from ..tables import cached_table, resume_dir_of, resuming_in, store_table
 
 WILD_UP_TO = 100_000
-"""Open tables up to this many states get a wild table: its turns' outcomes are read
-as wild states in plain Python (`WildGame.expand`, about a millisecond a state)."""
+"""Open tables up to this many states get a wild table (its turn is compiled, but a
+wild table is not yet sized by the memory it needs)."""
 
 WILD_KEY_SUFFIX = "-wild"
 """A wild table is stored under its rule set's fingerprint and this suffix."""
