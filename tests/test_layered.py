@@ -14,7 +14,8 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 from solver.core.components import strongly_connected_components
 from solver.core.graph import build_graph, reachable_states
-from solver.core.layered import _OffsetColumn, _shared, enumerate_by_rank, solve_layers
+from solver.core.layered import _OffsetColumn, enumerate_by_rank, solve_layers
+from solver.core.shared_arrays import SharedArrays
 from solver.core.solve import _solve_graph
 
 VARIANTS = {  # each with several ranks and cycles within them, and each solved in seconds
@@ -270,7 +271,8 @@ def test_guarantees_kept_as_offsets_never_read_back_stronger(middle, offsets):
     base = np.asarray(middle)
     written = base + np.asarray(offsets[:n])
     for lower in (True, False):
-        column = _OffsetColumn(_shared((n,), np.float64), n, lower=lower)
+        store = SharedArrays()
+        column = _OffsetColumn(store, store.array((n,), np.float64), n, lower=lower)
         column.middle[:] = base
         column[np.arange(n)] = written
         back = column[np.arange(n)]

@@ -23,8 +23,9 @@ them with the seats swapped. That halves enumeration and the graphs.
 
 Only the ranks being solved have a graph, each in the worker process solving
 it; what is kept per state is its code, values, guarantees and outcome
-probabilities (in memory shared with the workers), and its strategies (in a
-file per layer until the end).
+probabilities (in arrays shared with the workers, backed by a file on disk
+so that each process keeps resident only what its step touches), and its
+strategies (in a file per layer until the end).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import hashlib
-import mmap
 import multiprocessing
 import os
 import shutil
@@ -67,6 +67,7 @@ from .graph import (
 from .hurry import Exits, ScoredGuarantees, hurry, scored, scored_guarantees
 from .result import ARRAY_FIELDS, PER_STATE_HURRY
 from .shapley import bellman_residual
+from .shared_arrays import SharedArrays, release_pages
 
 WarmStart = Callable[[np.ndarray], np.ndarray]
 """First estimates of the values of the state codes given (sorted), nan where
@@ -591,7 +592,8 @@ def solve_layers(
     returned memory-mapped (the file already unlinked), so that at most one
     of them is ever held in memory. The files go to a temporary directory
     in `scratch_dir` (default: the system's; it needs about twice the
-    table's size, and should be on disk, not in memory).
+    table's size, and should be on disk, not in memory), as do the
+    per-state figures the workers share (about 100 bytes a state).
 
     A layer marked `given` takes its figures from `boundary` (the solution
     then holds its states, with no strategies: they were not solved here).
@@ -651,7 +653,7 @@ def solve_layers_at(
         if roots.size and (at.max() >= n or np.any(run.all_states[at] != roots)):
             raise KeyError("a root is not among the solved states")
         low, high = (f.hurried_p1_guarantee, f.hurried_p2_guarantee) if hurried else (f.p1_guarantee, f.p2_guarantee)
-        worst = max((_exploitability(f.middle, low, high, lo, lo + _CHUNK) for lo in range(0, n, _CHUNK)), default=0.0)
+        worst = max((_exploitability(f, low, high, lo, lo + _CHUNK) for lo in range(0, n, _CHUNK)), default=0.0)
         return RootFigures(
             roots, f.middle[at].copy(), low[at], high[at], f.terminal[at].astype(np.float64),
             f.unending[at].astype(np.float64), f.ending_turns[at].astype(np.float64), max(worst, 0.0), int(n),
@@ -662,10 +664,12 @@ def solve_layers_at(
 _CHUNK = 1 << 22  # states a step when scanning every state (no temporary of the whole size)
 
 
-def _exploitability(middle: np.ndarray, low: _OffsetColumn, high: _OffsetColumn, lo: int, hi: int) -> float:
-    """The most either side gains by best-responding, over states [lo, hi)."""
-    v = middle[lo:hi]
-    return float(np.maximum(v - low[lo:hi], high[lo:hi] - v).max(initial=0.0))
+def _exploitability(f: _SharedFigures, low: _OffsetColumn, high: _OffsetColumn, lo: int, hi: int) -> float:
+    """The most either side gains by best-responding, over states [lo, hi) (their pages let go after)."""
+    v = f.middle[lo:hi]
+    worst = float(np.maximum(v - low[lo:hi], high[lo:hi] - v).max(initial=0.0))
+    f.release()
+    return worst
 
 
 @dataclass(frozen=True)
@@ -701,10 +705,11 @@ def _layers_solved(
     rather than solved again; the directory goes once the body is done."""
     global _CONTEXT
     all_states = np.sort(np.concatenate([layer.states for layer in layers]))
-    figures = _SharedFigures(all_states.size, len(game.terminal_payoff), keep.hurried)
+    figures = _SharedFigures(all_states.size, len(game.terminal_payoff), keep.hurried, scratch_dir)
     for layer in layers:
         if layer.given:
             _fill_from_boundary(game, figures, np.searchsorted(all_states, layer.states), layer.states, boundary)
+    figures.release()
     _remove_abandoned_spills(scratch_dir)
     checkpoint = Checkpoint(resume_dir, _manifest(layers, keep)) if resume_dir is not None else None
     with contextlib.ExitStack() as stack:
@@ -714,6 +719,7 @@ def _layers_solved(
             spill = str(checkpoint.directory)
         run = _LayersRun(all_states, figures, spill)
         restored = _restored_layers(checkpoint, figures, keep, spill) if checkpoint is not None else {}
+        figures.release()
         for done in restored.values():
             _count_done(run, done, progress)
         _CONTEXT = _LayerContext(game, layers, all_states, figures, spill, warm, keep, checkpoint)
@@ -840,9 +846,11 @@ def _process_exists(pid: int) -> bool:
 
 
 class _SharedFigures:
-    """What is known of every state, in anonymous shared memory: forked
-    workers write the figures of the states they finish and read those of
-    the states their layer exits to.
+    """What is known of every state, in arrays shared with the forked
+    workers (`SharedArrays`: backed by a file on disk where there is room):
+    the workers write the figures of the states they finish and read those
+    of the states their layer exits to, and each process lets go of the
+    pages it touched once its step is done (`release`).
 
     Held compactly, since this is most of a large solve's memory:
     - the values (bracket middles) in float64;
@@ -857,26 +865,31 @@ class _SharedFigures:
     - the buzzer values in float64: hurried play ranks strategies by
       differences of 1e-13 in them."""
 
-    def __init__(self, n: int, terminals: int, hurried: bool = True) -> None:
+    def __init__(self, n: int, terminals: int, hurried: bool = True, directory: str | os.PathLike[str] | None = None) -> None:
         self.hurried = hurried  # without hurried play, its figures are never allocated
-        self.middle = _shared((n,), np.float64)
-        self.p1_guarantee = _OffsetColumn(self.middle, n, lower=True)
-        self.p2_guarantee = _OffsetColumn(self.middle, n, lower=False)
-        self.terminal = _shared((n, terminals), np.float64)
-        self.unending = _shared((n,), np.float64)
-        self.ending_turns = _shared((n,), np.float64)
+        self.store = store = SharedArrays(directory)
+        self.middle = store.array((n,), np.float64)
+        self.p1_guarantee = _OffsetColumn(store, self.middle, n, lower=True)
+        self.p2_guarantee = _OffsetColumn(store, self.middle, n, lower=False)
+        self.terminal = store.array((n, terminals), np.float64)
+        self.unending = store.array((n,), np.float64)
+        self.ending_turns = store.array((n,), np.float64)
         if hurried:
-            self.hurried_p1_guarantee = _OffsetColumn(self.middle, n, lower=True)
-            self.hurried_p2_guarantee = _OffsetColumn(self.middle, n, lower=False)
-            self.p1_buzzer, self.p2_buzzer = _shared((n,), np.float64), _shared((n,), np.float64)
-            self.p1_guarantee_u0 = _OffsetColumn(self.middle, n, lower=True)
-            self.p2_guarantee_u0 = _OffsetColumn(self.middle, n, lower=False)
-            self.p1_guarantee_u1 = _OffsetColumn(self.middle, n, lower=True)
-            self.p2_guarantee_u1 = _OffsetColumn(self.middle, n, lower=False)
-            self.fallback = _shared((n,), np.int8)
-        self.row_count = _shared((n,), np.int16)
-        self.col_count = _shared((n,), np.int16)
-        self.finished = _shared((n,), np.bool_)
+            self.hurried_p1_guarantee = _OffsetColumn(store, self.middle, n, lower=True)
+            self.hurried_p2_guarantee = _OffsetColumn(store, self.middle, n, lower=False)
+            self.p1_buzzer, self.p2_buzzer = store.array((n,), np.float64), store.array((n,), np.float64)
+            self.p1_guarantee_u0 = _OffsetColumn(store, self.middle, n, lower=True)
+            self.p2_guarantee_u0 = _OffsetColumn(store, self.middle, n, lower=False)
+            self.p1_guarantee_u1 = _OffsetColumn(store, self.middle, n, lower=True)
+            self.p2_guarantee_u1 = _OffsetColumn(store, self.middle, n, lower=False)
+            self.fallback = store.array((n,), np.int8)
+        self.row_count = store.array((n,), np.int16)
+        self.col_count = store.array((n,), np.int16)
+        self.finished = store.array((n,), np.bool_)
+
+    def release(self) -> None:
+        """Let go of this process's resident pages of the figures (`SharedArrays.release`)."""
+        self.store.release()
 
 
 class _OffsetColumn:
@@ -886,9 +899,9 @@ class _OffsetColumn:
     that `middle[i] + offset[i]`, computed as it is read, is never on the
     stronger side of the figure written."""
 
-    def __init__(self, middle: np.ndarray, n: int, *, lower: bool) -> None:
+    def __init__(self, store: SharedArrays, middle: np.ndarray, n: int, *, lower: bool) -> None:
         self.middle = middle
-        self.offset = _shared((n,), np.float32)
+        self.offset = store.array((n,), np.float32)
         self.lower = lower
 
     def __len__(self) -> int:
@@ -915,12 +928,6 @@ class _OffsetColumn:
             offset[where] = np.where(step.astype(np.float64) * -sign > wanted * -sign,
                                      np.nextafter(step, np.float32(sign * np.inf)), step)
         self.offset[at] = offset
-
-
-def _shared(shape: tuple[int, ...], dtype) -> np.ndarray:
-    count = int(np.prod(shape))
-    buffer = mmap.mmap(-1, max(1, count * np.dtype(dtype).itemsize))  # MAP_SHARED | MAP_ANONYMOUS, zeroed
-    return np.frombuffer(buffer, dtype, count=count).reshape(shape)
 
 
 @dataclass(frozen=True, eq=False)
@@ -976,6 +983,7 @@ def _solve_layer_at(number: int) -> _LayerDone:
         (f.hurried_p1_guarantee[x], f.hurried_p2_guarantee[x]) if hurried else None,
         _twin_p1_guarantee(ctx, x) if mirror is not None else None,
     )
+    f.release()  # the exits' figures are copied: their pages need not stay while the layer is solved
     done = solve_layer(lg, mirror, exits, ctx.warm(layer.states) if ctx.warm is not None else None, hurried)
     at = np.searchsorted(ctx.all_states, layer.states)
     g = lg.graph
@@ -999,6 +1007,7 @@ def _solve_layer_at(number: int) -> _LayerDone:
     finished = _LayerDone(int(at.size), done.bellman_residual, done.rounds, done.certify_seconds)
     _keep_layer(ctx, number, at, finished)
     f.finished[at] = True
+    f.release()
     return finished
 
 
@@ -1034,6 +1043,7 @@ def _mirror_layer_at(number: int) -> _LayerDone:
     if not ctx.keep.strategies:
         _keep_layer(ctx, number, at, _LayerDone(int(at.size), 0.0, 0, 0.0))
         f.finished[at] = True
+        f.release()
         return _LayerDone(int(at.size), 0.0, 0, 0.0)
     local = np.searchsorted(source.states, swapped)
     with np.load(os.path.join(ctx.spill, f"{layer.twin_of}.npz")) as piece:
@@ -1047,6 +1057,7 @@ def _mirror_layer_at(number: int) -> _LayerDone:
     np.savez(os.path.join(ctx.spill, f"{number}.npz"), at=at, **strategies)
     _keep_layer(ctx, number, at, _LayerDone(int(at.size), 0.0, 0, 0.0))
     f.finished[at] = True
+    f.release()
     return _LayerDone(int(at.size), 0.0, 0, 0.0)
 
 
@@ -1124,7 +1135,7 @@ def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int
                         ("ending_turns", "ending_turns"), *((name, name) for name in PER_STATE_HURRY)):
         column = getattr(figures, field)
         dtype: type = np.int8 if name == "fallback" else np.float64  # the table's types, whatever they are held in here
-        out[name] = _mapped_column(os.path.join(spill, f"out-{name}.npy"), column, dtype)
+        out[name] = _mapped_column(os.path.join(spill, f"out-{name}.npy"), column, dtype, figures.release)
         delattr(figures, field)  # the shared memory goes with its last reference
     for side in ("row", "col"):
         count = getattr(figures, f"{side}_count")
@@ -1149,16 +1160,18 @@ def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int
 _COLUMN_CHUNK = 1 << 22  # states a step when writing a column out
 
 
-def _mapped_column(path: str, column, dtype) -> np.ndarray:
+def _mapped_column(path: str, column, dtype, release_source: Callable[[], None]) -> np.ndarray:
     """`column` (a shared array or an `_OffsetColumn`) written to `path` as
     `dtype`, a chunk at a time, and read back memory-mapped; the file is
-    unlinked at once (the mapping keeps its data until the array is dropped)."""
+    unlinked at once (the mapping keeps its data until the array is dropped).
+    `release_source()` lets go of the pages of the chunk just read."""
     n = len(column)
     shape = (n, *np.shape(column)[1:]) if isinstance(column, np.ndarray) else (n,)
     target = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
     for lo in range(0, n, _COLUMN_CHUNK):
         target[lo : lo + _COLUMN_CHUNK] = column[lo : lo + _COLUMN_CHUNK]
         _release_mapping(target)
+        release_source()
     target.flush()
     del target
     mapped = np.load(path, mmap_mode="r")
@@ -1170,10 +1183,7 @@ def _release_mapping(a: np.memmap) -> None:
     """Write `a`'s dirty pages to its file and drop them from this process's
     memory (the page cache keeps them, to give back under pressure)."""
     a.flush()
-    mapping = getattr(a, "_mmap", None)
-    if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
-        with contextlib.suppress(OSError, ValueError):
-            mapping.madvise(mmap.MADV_DONTNEED)
+    release_pages(a)
 
 
 def _mapped(path: str, a: np.ndarray) -> np.ndarray:

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .result import ARRAY_FIELDS, PER_STATE_HURRY, HurryFigures, SolveResult
+from .shared_arrays import release_pages
 from .table_file import (
     BLOCK_BYTES,
     FIRST_CODES,
@@ -110,7 +111,9 @@ class TableReader:
         if hi > lo:
             row = self._row_bytes(name)
             self._verify(name, range(lo * row // BLOCK_BYTES, (hi * row - 1) // BLOCK_BYTES + 1))
-        return np.array(a[lo:hi])
+        taken = np.array(a[lo:hi])
+        release_pages(a)  # copied: a solve reading a table as it goes keeps none of its pages
+        return taken
 
     def rows(self, name: str, index: np.ndarray) -> np.ndarray:
         """A copy of `name[index]` (along the first axis), every block it touches verified."""
@@ -120,7 +123,9 @@ class TableReader:
             raise IndexError(f"{name}: an index out of range")
         row = self._row_bytes(name)
         self._verify(name, np.unique(np.concatenate([index * row // BLOCK_BYTES, (index * row + row - 1) // BLOCK_BYTES])))
-        return np.array(a[index])
+        taken = np.array(a[index])
+        release_pages(a)
+        return taken
 
     def _row_bytes(self, name: str) -> int:
         a = self._arrays[name]

@@ -1,0 +1,69 @@
+"""The per-state figures a layered solve shares with its workers: backed by a
+file on disk, visible across a fork, and let go of after each step."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import numpy as np
+
+from resident import resident_bytes
+from solver.core.shared_arrays import FILE_PREFIX, SharedArrays, release_pages
+
+
+def test_an_array_is_backed_by_an_unlinked_file_and_starts_at_zero(tmp_path):
+    store = SharedArrays(tmp_path)
+    a = store.array((1000, 3), np.float64)
+    assert a.shape == (1000, 3) and not a.any()
+    assert store.file_backed == 1
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(FILE_PREFIX)]  # nothing left behind, even if killed
+
+
+def _write_in_child(a: np.ndarray) -> None:
+    a[::7] = np.arange(a[::7].size)
+
+
+def test_what_a_forked_worker_writes_is_what_its_parent_reads(tmp_path):
+    store = SharedArrays(tmp_path)
+    a = store.array((100_000,), np.float64)
+    child = multiprocessing.get_context("fork").Process(target=_write_in_child, args=(a,))
+    child.start()
+    child.join()
+    assert child.exitcode == 0
+    expected = np.zeros(100_000)
+    expected[::7] = np.arange(expected[::7].size)
+    assert np.array_equal(a, expected)
+
+
+def test_release_lets_go_of_resident_pages_and_keeps_every_figure(tmp_path):
+    store = SharedArrays(tmp_path)
+    a = store.array((4_000_000,), np.float64)  # 32 MB
+    a[:] = np.arange(a.size, dtype=np.float64)
+    assert resident_bytes(a) >= 30_000_000
+    store.release()
+    assert resident_bytes(a) < 1_000_000
+    assert np.array_equal(a, np.arange(a.size, dtype=np.float64))  # read back from the file
+
+
+def test_without_a_usable_directory_arrays_fall_back_to_memory(tmp_path):
+    store = SharedArrays(tmp_path / "no such folder")
+    a = store.array((10,), np.int16)
+    a[:] = 3
+    assert store.file_backed == 0 and a.sum() == 30
+    store.release()  # nothing to let go of, and no harm done
+    assert a.sum() == 30
+
+
+def test_a_dropped_array_frees_its_file(tmp_path):
+    store = SharedArrays(tmp_path)
+    a = store.array((10,), np.float64)
+    assert store.file_backed == 1
+    del a
+    assert store.file_backed == 0
+    store.release()
+
+
+def test_release_pages_leaves_plain_arrays_alone():
+    a = np.arange(10)
+    release_pages(a)
+    assert a.sum() == 45
