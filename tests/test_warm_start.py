@@ -195,3 +195,28 @@ def test_the_bench_times_both_starts_and_checks_the_answers():
     for line in lines[2:]:
         assert "cold" in line and "warm" in line and "ratio" in line and "DISAGREE" not in line
     assert "no warm start" in _cold_and_warm("board SM", ChargeSparkGame(OTHER_ENCODING), 0, None)
+
+
+def test_estimates_read_through_the_tables_index_are_the_stored_values(warm_table):
+    """A warm start of an indexed table holds no copy of its codes: each
+    layer's states are looked up block by block. The estimates are the
+    stored values where the table holds a state, nan elsewhere, whatever
+    the order the codes come in."""
+    from solver.core.boundary import Boundary
+    from solver.core.table_reader import TableReader
+
+    reader = TableReader(Path(warm_table.path), warm_table.key, TABLE_FORMAT)
+    assert reader.indexed
+    stored = reader.take("states", 0, reader.num_states)
+    values = reader.take("values", 0, reader.num_states)
+    rng = np.random.default_rng(7)
+    held = rng.choice(stored, 5_000, replace=False)
+    absent = np.setdiff1d(rng.integers(0, stored.max() + 10, 5_000), stored)
+    absent = np.concatenate([absent, [stored.min() - 1, stored.max() + 1]])
+    codes = rng.permutation(np.concatenate([held, absent]))
+    estimates = warm_start(warm_table, ChargeSparkGame(VARIANT))(codes)
+    expected = np.full(codes.size, np.nan)
+    inside = np.isin(codes, stored)
+    expected[inside] = values[np.searchsorted(stored, codes[inside])]
+    np.testing.assert_array_equal(estimates, expected)
+    np.testing.assert_array_equal(estimates, Boundary.of_stored(reader).estimates(codes))

@@ -200,23 +200,25 @@ def warm_table_of(rules: RuleSet, cache_dir: Path | str | None = None) -> WarmTa
 def warm_start(table: WarmTable | None, game, warn: Callable[[str], None] | None = None) -> WarmStart | None:
     """First estimates for a solve of `game` read from `table` as needed, or
     None (a cold start) when there is no table, no sound one, or its rules
-    encode states otherwise than `game` (`encoding_layout`). The table's
-    state codes are held in memory (8 bytes a state), its values read only
-    for the states each layer holds."""
+    encode states otherwise than `game` (`encoding_layout`). Each layer's
+    states are found through the table's index of its codes, a block at a
+    time, and only their values read: nothing of the table stays in memory
+    (a table written before the index had its codes held, 8 bytes a state)."""
     if table is None or not hasattr(game, "encoding_layout"):
         return None
     try:
         reader = TableReader(Path(table.path), table.key, TABLE_FORMAT)
         if _layout_of_table(reader) != game.encoding_layout():
             return None
-        boundary = Boundary.of_stored(reader)
+        # An indexed table is searched block by block as each layer asks: no copy of its codes is held.
+        source = reader if reader.indexed else Boundary.of_stored(reader)
     except FileNotFoundError:
         return None
     except DamagedTableError as error:
         if warn is not None:
             warn(f"{error}; solving without a warm start")
         return None
-    return functools.partial(_estimates_or_none, boundary)
+    return functools.partial(_estimates_or_none, source)
 
 
 def _layout_of_table(reader: TableReader) -> tuple | None:
@@ -227,13 +229,21 @@ def _layout_of_table(reader: TableReader) -> tuple | None:
         return None
 
 
-def _estimates_or_none(boundary: Boundary, codes: np.ndarray) -> np.ndarray:
-    """`boundary.estimates(codes)`; none at all where a block it reads is damaged
+def _estimates_or_none(source: TableReader | Boundary, codes: np.ndarray) -> np.ndarray:
+    """The stored values of `codes`, nan where the table does not hold them
+    (`Boundary.estimates`); none at all where a block it reads is damaged
     (that layer then starts cold: the estimates only speed the solve up)."""
+    codes = np.asarray(codes, np.int64)
     try:
-        return boundary.estimates(codes)
+        if isinstance(source, Boundary):
+            return source.estimates(codes)
+        out = np.full(codes.size, np.nan)
+        at, held = source.positions_of(codes)
+        if held.any():
+            out[held] = source.rows("values", at[held])
+        return out
     except DamagedTableError:
-        return np.full(np.asarray(codes).size, np.nan)
+        return np.full(codes.size, np.nan)
 
 
 def solved_table(

@@ -185,33 +185,43 @@ class TableReader:
             raise KeyError(int(codes[~held][0]))
         return at
 
+    def positions_of(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where each of `codes` is, or would be inserted, in `states`, and whether
+        the table holds it: only the blocks of `states` they fall in are read
+        (each verified), so no copy of the table's codes is needed. An indexed
+        table only (`indexed`)."""
+        return self._indexed_positions(np.asarray(codes, np.int64).reshape(-1))
+
     def _indexed_positions(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Where each of `codes` is, or would be inserted, in `states` (as
         `np.searchsorted`), and whether it is there: the blocks the header's
-        index points at are read, verified, and searched together."""
+        index points at are read, verified, and searched one at a time (never
+        more than a block of codes held at once, however many are asked)."""
         held = np.zeros(codes.size, np.bool_)
+        at = np.zeros(codes.size, np.int64)
         if self.num_states == 0 or codes.size == 0:
-            return np.zeros(codes.size, np.int64), held
+            return at, held
         first_codes = self._index()
         per_block = BLOCK_BYTES // self._row_bytes("states")
         block = np.maximum(np.searchsorted(first_codes, codes, side="right") - 1, 0)
-        needed = np.unique(block)
-        pieces = [self._states_block(int(b), per_block) for b in needed]
-        sizes = np.array([piece.size for piece in pieces], np.int64)
-        piece_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        piece = np.searchsorted(needed, block)
-        # The blocks in order are sorted, and no code lies below its block's first code nor at or
-        # above the next block's: each code's place in them all is in its own block or just past it.
-        local = np.concatenate(pieces)
-        within = np.searchsorted(local, codes) - piece_start[piece]
-        if np.any(within < 0) or np.any(within > sizes[piece]):  # only if the codes were stored unsorted
-            raise DamagedTableError(f"{self.path}: inconsistent arrays (states are not sorted)")
-        inside = within < sizes[piece]
-        held[inside] = local[(piece_start[piece] + within)[inside]] == codes[inside]
-        for b in np.unique(block[~inside]):  # past its block's last code: the next block must start above it
-            if b + 1 < first_codes.size:
-                self._states_block(int(b) + 1, per_block, first_only=True)
-        return block * per_block + within, held
+        order = np.argsort(block, kind="stable")
+        by_block = block[order]
+        needed = np.unique(by_block)
+        bounds = np.searchsorted(by_block, np.append(needed, needed[-1] + 1))
+        for b, lo, hi in zip(needed.tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
+            piece = self._states_block(b, per_block)
+            if piece.size > 1 and np.any(piece[1:] <= piece[:-1]):
+                raise DamagedTableError(f"{self.path}: inconsistent arrays (states are not sorted)")
+            asked = order[lo:hi]
+            wanted = codes[asked]
+            within = np.searchsorted(piece, wanted)
+            inside = within < piece.size
+            held[asked[inside]] = piece[within[inside]] == wanted[inside]
+            at[asked] = b * per_block + within
+            # A code past its block's last one must lie below the next block's first (the index says so).
+            if not inside.all() and b + 1 < first_codes.size:
+                self._states_block(b + 1, per_block, first_only=True)
+        return at, held
 
     def _index(self) -> np.ndarray:
         """The header's first code of each block of `states` (for an indexed table)."""
