@@ -18,7 +18,6 @@ the one reported ends play most surely, as the solve's hurried play does.
 
 from __future__ import annotations
 
-import mmap
 import multiprocessing
 import time
 from concurrent import futures
@@ -35,7 +34,8 @@ from ..core.graph import GameGraph, offsets_of, segment_positions
 from ..core.layered import LayerGraph, enumerate_by_rank, layer_graph, with_exit_payoffs
 from ..core.outcome import Seat, terminal_outcomes, won_by
 from ..core.protocol import StochasticGame
-from ..core.result import SolveResult
+from ..core.result import ARRAY_FIELDS, SolveResult
+from ..core.shared_arrays import SharedArrays, release_pages
 from .policy_play import PlayFigures, Policy, PolicyPlay
 
 OPTIMAL_TOL = 1e-12
@@ -145,22 +145,20 @@ def _own_twin(game: StochasticGame, start: int) -> bool:
 
 
 class _Figures:
-    """Per state of the universe (sorted codes), in memory shared with the workers."""
+    """Per state of the universe (sorted codes), in arrays shared with the
+    workers (`SharedArrays`: backed by a file on disk where there is room,
+    so that each process keeps only the pages of the rank it is on)."""
 
     def __init__(self, size: int, layers: int) -> None:
-        self.best_value = _shared(size, np.float64)
-        self.best_p1 = _shared(size, np.float64)  # P(P1 wins) against the best response
-        self.best_unending = _shared(size, np.float64)
-        self.optimal_p1 = _shared(size, np.float64)  # ... against P2's table strategy
-        self.optimal_unending = _shared(size, np.float64)
-        self.finished = _shared(size, np.bool_)
-        self.mirrored = _shared(layers, np.bool_)  # per layer: P2's table strategy is P1's at the twins
-        self.failed = _shared(1, np.bool_)  # a worker failed: the others stop waiting for its ranks
-
-
-def _shared(size: int, dtype) -> np.ndarray:
-    buffer = mmap.mmap(-1, max(1, size * np.dtype(dtype).itemsize))  # MAP_SHARED | MAP_ANONYMOUS, zeroed
-    return np.frombuffer(buffer, dtype, count=size)
+        self.store = store = SharedArrays()
+        self.best_value = store.array((size,), np.float64)
+        self.best_p1 = store.array((size,), np.float64)  # P(P1 wins) against the best response
+        self.best_unending = store.array((size,), np.float64)
+        self.optimal_p1 = store.array((size,), np.float64)  # ... against P2's table strategy
+        self.optimal_unending = store.array((size,), np.float64)
+        self.finished = store.array((size,), np.bool_)
+        self.mirrored = store.array((layers,), np.bool_)  # per layer: P2's table strategy is P1's at the twins
+        self.failed = store.array((1,), np.bool_)  # a worker failed: the others stop waiting for its ranks
 
 
 @dataclass(frozen=True, eq=False)
@@ -225,6 +223,9 @@ def _solve_layer(ctx: _Context, number: int) -> int:
     rows = np.vstack([ctx.ends, np.column_stack([f.optimal_p1[x], f.optimal_unending[x]])])
     f.optimal_p1[at], f.optimal_unending[at] = _p1_and_unending(graph, table_strategy, rows)
     f.finished[at] = True
+    f.store.release()  # this rank's pages, and those of the ranks it exits to, are done with here
+    for name in ARRAY_FIELDS:  # and so are the pages of the (memory-mapped) table it read
+        release_pages(getattr(ctx.table, name))
     return int(codes.size)
 
 
