@@ -34,8 +34,8 @@ from ..core.graph import GameGraph, offsets_of, segment_positions
 from ..core.layered import LayerGraph, enumerate_by_rank, layer_graph, with_exit_payoffs
 from ..core.outcome import Seat, terminal_outcomes, won_by
 from ..core.protocol import StochasticGame
-from ..core.result import ARRAY_FIELDS, SolveResult
-from ..core.shared_arrays import SharedArrays, release_pages
+from ..core.result import SolveResult
+from ..core.shared_arrays import SharedArrays
 from .policy_play import PlayFigures, Policy, PolicyPlay
 
 OPTIMAL_TOL = 1e-12
@@ -224,8 +224,7 @@ def _solve_layer(ctx: _Context, number: int) -> int:
     f.optimal_p1[at], f.optimal_unending[at] = _p1_and_unending(graph, table_strategy, rows)
     f.finished[at] = True
     f.store.release()  # this rank's pages, and those of the ranks it exits to, are done with here
-    for name in ARRAY_FIELDS:  # and so are the pages of the (memory-mapped) table it read
-        release_pages(getattr(ctx.table, name))
+    ctx.table.release_mapped_pages()  # and so are those of the (memory-mapped) table it read
     return int(codes.size)
 
 

@@ -215,6 +215,7 @@ def follow_play(
     def successors(index: np.ndarray) -> np.ndarray:
         part = _played_chunk(game, result, index)
         kept.add(part)
+        result.release_mapped_pages()  # a stored table's pages this chunk read: kept is what play needs
         return part.successors
 
     reached = reached_breadth_first(result.num_states, result.index_of(start), successors, chunk)

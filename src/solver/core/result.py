@@ -9,6 +9,7 @@ import numpy as np
 from .graph import GameGraph
 from .outcome import Outcome, Seat, won_by
 from .protocol import StochasticGame
+from .shared_arrays import release_pages
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,13 @@ class SolveResult:
         game ends, under the table's strategies (nan if it never ends)."""
         ending = float(self.terminal_probability[i].sum())
         return float(self.ending_turns[i]) / ending if ending > 0.0 else float("nan")
+
+    def release_mapped_pages(self) -> None:
+        """Drop this process's resident pages of the arrays mapped from a stored
+        table (a pass over a table larger than memory reads it chunk by chunk:
+        what it has read need not stay); arrays held in memory are left alone."""
+        for name in ARRAY_FIELDS:
+            release_pages(getattr(self, name))
 
     def index_of(self, code: int) -> int:
         """Index of the state with encoding `code`; KeyError if it was not solved."""
