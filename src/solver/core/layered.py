@@ -719,7 +719,6 @@ def _layers_solved(
             spill = str(checkpoint.directory)
         run = _LayersRun(all_states, figures, spill)
         restored = _restored_layers(checkpoint, figures, keep, spill) if checkpoint is not None else {}
-        figures.release()
         for done in restored.values():
             _count_done(run, done, progress)
         _CONTEXT = _LayerContext(game, layers, all_states, figures, spill, warm, keep, checkpoint)
@@ -796,6 +795,7 @@ def _restored_layers(checkpoint: Checkpoint, f: _SharedFigures, keep: _Keep, spi
         for name, column in columns.items():
             column[at] = arrays[name]
         f.finished[at] = True
+        f.release()  # a layer at a time: restoring a whole solve's figures would otherwise hold them all
         restored[number] = _LayerDone(int(meta["states"]), float(meta["bellman_residual"]), int(meta["rounds"]),
                                       float(meta["certify_seconds"]))
     return restored
