@@ -119,7 +119,6 @@ def test_following_play_over_a_stored_table_keeps_none_of_its_pages(tmp_path, ta
     what it read must not stay resident (the printed rules' table is 12 GB,
     of which play reads the strategies of 20.7 million states)."""
     from resident import resident_bytes
-
     from solver.core.table_file import save_table, table_path
     from solver.core.table_reader import TableReader
     from solver.storage import TABLE_FORMAT
