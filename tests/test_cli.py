@@ -320,7 +320,7 @@ def test_a_solve_that_would_not_fit_in_memory_is_refused_before_building(monkeyp
     import solver.answering
     import solver.core.resources
 
-    memory = 1000 * solver.core.resources.LAYERED_BYTES_PER_STATE  # 90% of it holds 900 states
+    memory = 1000 * solver.core.resources.layered_bytes_per_state()  # 90% of it holds 900 states
     monkeypatch.setattr(solver.core.resources, "available_memory", lambda: memory)
     # An estimate that undercounts: the enumeration's own guard still refuses.
     monkeypatch.setattr(solver.answering, "estimate_reachable", lambda rules, position: 10)

@@ -171,8 +171,7 @@ def test_a_worker_whose_memory_limit_is_too_small_is_left_out_and_the_others_tak
 
     rules = apply_overrides(RuleSet(), [TINY[i + 1] for i in range(0, len(TINY), 2)])
     per_state = int(2.5 * GB / estimate_reachable(rules))  # the rules' solve: 2.5 GB
-    monkeypatch.setattr(solves, "LAYERED_BYTES_PER_STATE", per_state)
-    monkeypatch.setattr(solves, "LAYERED_VALUE_BYTES_PER_STATE", per_state)
+    monkeypatch.setattr(solves, "layered_bytes_per_state", lambda hurried=True: per_state)
     limits = {"w0": ["--memory-limit", "4GB"], "w1": ["--memory-limit", "2GB"]}
     with dask_cluster(tmp_path, each_worker=list(limits.values())) as (address, _):
         result = run("report", *TINY, *SECTIONS, "--scheduler", address, "--out", str(tmp_path / "r.html"),

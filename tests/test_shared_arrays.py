@@ -4,6 +4,7 @@ file on disk, visible across a fork, and let go of after each step."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 
 import numpy as np
 
@@ -67,3 +68,51 @@ def test_release_pages_leaves_plain_arrays_alone():
     a = np.arange(10)
     release_pages(a)
     assert a.sum() == 45
+
+
+def test_a_full_disk_keeps_the_figures_in_memory(tmp_path, monkeypatch):
+    """The file's blocks are reserved up front: a disk without room means memory, never a
+    write through the mapping that kills the process when the disk fills."""
+    import errno
+
+    import solver.core.shared_arrays as shared_arrays
+
+    def no_room(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shared_arrays.os, "posix_fallocate", no_room)
+    store = SharedArrays(tmp_path)
+    a = store.array((1000,), np.float64)
+    a[:] = 1.0
+    assert store.file_backed == 0 and a.sum() == 1000.0
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_plan_counts_the_figures_out_of_memory_only_where_they_go_to_disk(tmp_path, monkeypatch):
+    from solver.core import resources
+
+    full, figures = resources.LAYERED_BYTES_PER_STATE, resources.FIGURE_BYTES_PER_STATE
+    monkeypatch.setattr(resources, "available_memory", lambda: 10**9)
+    assert resources.figures_on_disk(figures, full - figures, str(tmp_path))  # a test's folder is on disk here
+    monkeypatch.setattr(resources, "_filesystem_type", lambda directory: "tmpfs")
+    assert not resources.figures_on_disk(figures, full - figures, str(tmp_path))  # in memory all the same
+    assert resources.layered_bytes_per_state() == full
+    monkeypatch.setattr(resources, "_filesystem_type", lambda directory: "ext4")
+    assert resources.layered_bytes_per_state() == full - figures
+    assert resources.layered_bytes_per_state(hurried=False) == (
+        resources.LAYERED_VALUE_BYTES_PER_STATE - resources.VALUE_FIGURE_BYTES_PER_STATE)
+
+    class Usage:
+        free = resources.states_that_fit(full - figures) * figures - 1  # a byte short of the figures of all that fits
+
+    monkeypatch.setattr(resources.shutil, "disk_usage", lambda directory: Usage)
+    assert resources.layered_bytes_per_state() == full
+
+
+def test_the_filesystem_of_a_folder_is_read_from_the_mount_table(tmp_path):
+    from solver.core.resources import _filesystem_type
+
+    assert _filesystem_type("/") is not None
+    assert _filesystem_type(str(tmp_path)) is not None
+    if os.path.ismount("/dev/shm"):
+        assert _filesystem_type("/dev/shm") == "tmpfs"

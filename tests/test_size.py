@@ -15,7 +15,7 @@ from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 from solver.cli import main
 from solver.core.graph import reachable_states
-from solver.core.resources import LAYERED_BYTES_PER_STATE
+from solver.core.resources import layered_bytes_per_state
 from solver.core.solve import refuse_if_estimate_too_large
 
 STATED_FACTOR = 1.5  # the module's measured worst is 1.46x, and it never undercounts
@@ -79,7 +79,7 @@ def test_a_rule_set_far_too_large_is_refused_at_once_in_one_line(command):
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
     line = result.stderr
     assert line.startswith("charge-spark: error: the rules in force would need about 5.8e9 reachable states")
-    assert re.search(rf"\(~[0-9.]+ [GT]B at {LAYERED_BYTES_PER_STATE:,} bytes a state\)", line)
+    assert re.search(rf"\(~[0-9.]+ [GT]B at {layered_bytes_per_state():,} bytes a state\)", line)
     assert "(--max-states sets another limit)" in line
 
 
@@ -101,7 +101,8 @@ def test_a_rule_set_that_fits_is_not_refused_even_at_a_tight_limit():
 def test_a_report_whose_rank_by_rank_solve_would_not_fit_stops_before_any_solve(monkeypatch, tmp_path):
     import solver.core.resources
 
-    monkeypatch.setattr(solver.core.resources, "available_memory", lambda: 4e9)
+    # 1 GB: far short of the printed rules' rank-by-rank solve, even with its figures on disk.
+    monkeypatch.setattr(solver.core.resources, "available_memory", lambda: 1e9)
     started = time.perf_counter()
     result = CliRunner().invoke(main, ["report", "--out", str(tmp_path / "r.html"), "--cache-dir", str(tmp_path)])
     assert time.perf_counter() - started < 20  # no solve was started

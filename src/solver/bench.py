@@ -53,7 +53,7 @@ from .analysis.stalls import LengthFigures, length_and_stalls
 from .core import hurry
 from .core.graph import GraphTooLargeError, build_graph
 from .core.play import play_from
-from .core.resources import LAYERED_BYTES_PER_STATE, usable_cores
+from .core.resources import layered_bytes_per_state, usable_cores
 from .core.result import SolveResult
 from .core.shapley import max_cells, stage_matrix_kernel
 from .core.solve import solve_from
@@ -182,7 +182,7 @@ def bench_full_game(game, root: int, label: str = "full default game") -> tuple[
     goal = "met" if wall <= 120 and peak <= 4 else f"NOT met, {max(wall / 120, peak / 4):.1f}x off"
     lines += [
         f"  {n:,} states solved in {wall:.0f} s ({n / wall:,.0f} states/s), peak memory {peak:.2f} GB"
-        f" ({memory.peak / n:,.0f} bytes a state; planned at {LAYERED_BYTES_PER_STATE})"
+        f" ({memory.peak / n:,.0f} bytes a state; planned at {layered_bytes_per_state()})"
         f" (this process and its workers together, pages they share counted once; sampled every"
         f" {memory.interval:g} s; the largest single process reached {_peak_gb():.1f} GB)"
         f" (first bar 10 min and 8 GB: {bar}; goal 2 min and 4 GB: {goal})",

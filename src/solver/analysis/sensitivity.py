@@ -30,7 +30,7 @@ from rules.charge_spark.state import initial_position
 from ..core.boundary import Boundary
 from ..core.graph import GraphTooLargeError
 from ..core.outcome import Outcome, Seat, kind_probability, win_probability
-from ..core.resources import LAYERED_BYTES_PER_STATE
+from ..core.resources import layered_bytes_per_state
 from ..core.table_file import table_path
 from ..storage import default_cache_dir
 from ..summary import UNENDING, StartSummary, length_beyond, summarise_from
@@ -234,7 +234,7 @@ def _rules_summary(job: VariantJob, started: float) -> VariantSummary:
         return VariantSummary.of(summary, time.perf_counter() - started, True, states=stored.num_states)
     from ..core.solve import refuse_if_estimate_too_large, solve_from, solve_start_figures
 
-    refuse_if_estimate_too_large(estimate_reachable(rules), "from the start", job.max_states, LAYERED_BYTES_PER_STATE)
+    refuse_if_estimate_too_large(estimate_reachable(rules), "from the start", job.max_states, layered_bytes_per_state())
     warm = warm_start(job.warm_from, game, warn_on_stderr)
     options = {"show_progress": job.show_progress, "workers": job.workers, "max_states": job.max_states, "warm": warm}
     if job.length_turns > 0:

@@ -7,15 +7,24 @@ query or a report's plan reads these long before (or without ever) solving.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import psutil
 
 GRAPH_BYTES_PER_STATE = 1700  # peak while solving, measured on S*M health 2: 1.7 GB for 1,023,145 states
 LAYERED_BYTES_PER_STATE = 176
-"""Peak memory a state, solving rank by rank (see `layered`), with a tenth to spare: the
-figures every worker shares (hurried play's buzzer values and guarantees included, the
-guarantees as float32 offsets) and the workers' rank graphs; measured on the printed rules,
-7.9 GB for 49,383,601 states on two workers (160 bytes a state; docs/performance.md)."""
+"""Peak memory a state, solving rank by rank (see `layered`) with every figure in memory,
+with a tenth to spare: the figures every worker shares (hurried play's buzzer values and
+guarantees included, the guarantees as float32 offsets) and the workers' rank graphs;
+measured on the printed rules, 7.9 GB for 49,383,601 states on two workers (160 bytes a
+state; docs/performance.md). Where the shared figures go to a file on disk
+(`figures_on_disk`), a solve keeps `FIGURE_BYTES_PER_STATE` of it out of memory:
+`layered_bytes_per_state` says which applies."""
+
+FIGURE_BYTES_PER_STATE = 110
+"""Of `LAYERED_BYTES_PER_STATE`, the figures every worker shares (107 bytes a state measured
+on the printed rules, a report's variant: `shared_arrays`)."""
 
 FOLLOW_PLAY_BYTES_PER_STATE = 200
 """Memory a state of the table that following play from the start for its length
@@ -51,13 +60,60 @@ LAYERED_VALUE_BYTES_PER_STATE = 140
 """The same for a rank-by-rank solve of values alone (no hurried play, no strategies kept:
 `solve.solve_start_figures(hurried=False)`), with a tenth to spare (docs/performance.md)."""
 
+VALUE_FIGURE_BYTES_PER_STATE = 75
+"""Of `LAYERED_VALUE_BYTES_PER_STATE`, the shared figures (the value, two guarantees as
+offsets, the outcome chances and ending turns, action counts: 69 bytes a state)."""
+
+_MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs"})
+
+
+def figures_on_disk(figures: int, resident: int, directory: str | None = None) -> bool:
+    """Whether a rank-by-rank solve's shared figures (`figures` bytes a state) go to a file
+    that stays out of memory: the temporary directory (or `directory`) is not in memory, and
+    its disk has room for the figures of as many states as fit in memory at `resident`
+    bytes a state (else `shared_arrays` falls back to memory, and so must the plan)."""
+    directory = directory or tempfile.gettempdir()
+    if _filesystem_type(directory) in _MEMORY_FILESYSTEMS:
+        return False
+    try:
+        free = shutil.disk_usage(directory).free
+    except OSError:
+        return False
+    fit = states_that_fit(resident)
+    return fit is None or free >= fit * figures
+
+
+def layered_bytes_per_state(hurried: bool = True) -> int:
+    """Memory a state of a rank-by-rank solve takes at its peak (`hurried=False`: values
+    alone): less its shared figures where they go to a file on disk (`figures_on_disk`)."""
+    full, figures = ((LAYERED_BYTES_PER_STATE, FIGURE_BYTES_PER_STATE) if hurried
+                     else (LAYERED_VALUE_BYTES_PER_STATE, VALUE_FIGURE_BYTES_PER_STATE))
+    return full - figures if figures_on_disk(figures, full - figures) else full
+
+
+def _filesystem_type(directory: str) -> str | None:
+    """The type of the filesystem `directory` is on (Linux's mount table), None if unknown."""
+    try:
+        path = os.path.realpath(directory)
+        with open("/proc/self/mounts") as mounts:
+            entries = [line.split()[1:3] for line in mounts if len(line.split()) >= 3]
+    except OSError:
+        return None
+    best, kind = "", None
+    for point, fs in entries:
+        point = point.replace("\\040", " ")
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, fs
+    return kind
+
 
 def bytes_per_state(game: object, hurried: bool = True) -> int:
     """Peak memory a solve of `game` needs per state (rank by rank when the game ranks its
     states; `hurried=False`: a solve of values alone)."""
     if not hasattr(game, "progress_rank"):
         return GRAPH_BYTES_PER_STATE
-    return LAYERED_BYTES_PER_STATE if hurried else LAYERED_VALUE_BYTES_PER_STATE
+    return layered_bytes_per_state(hurried)
 
 
 def states_that_fit(per_state: int = GRAPH_BYTES_PER_STATE) -> int | None:

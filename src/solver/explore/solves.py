@@ -28,7 +28,7 @@ from typing import Any
 from rules.charge_spark.config import RuleSet, differences_from_default, fingerprint
 from rules.charge_spark.size import estimate_reachable
 
-from ..core.resources import LAYERED_BYTES_PER_STATE, states_that_fit
+from ..core.resources import layered_bytes_per_state, states_that_fit
 from ..tables import resume_dir_of
 from .answers import ExploreInputError
 from .solve_worker import solve_tables
@@ -94,7 +94,7 @@ def too_large_for_memory(rules: RuleSet) -> float:
     memory available (or when no machine could hold it)."""
     refuse_unbounded(rules)
     estimate = estimate_reachable(rules)
-    fit = states_that_fit(LAYERED_BYTES_PER_STATE)
+    fit = states_that_fit(layered_bytes_per_state())
     if fit is not None and estimate > fit:
         raise TooLargeError(f"the table of these rules [{fingerprint(rules)}] is not stored, and at about"
                             f" {estimate:,.0f} states its solve would not fit in the memory available (about"

@@ -45,7 +45,7 @@ from ..analysis.stalls import (
 from ..analysis.usage import CardUsage, choices_to_follow, usage_from_play
 from ..core.chain import PlayChain, TurnByTurn, chain_of_play, turn_by_turn
 from ..core.play import FollowedPlay, Play, follow_play
-from ..core.resources import LAYERED_BYTES_PER_STATE, available_memory, states_that_fit, usable_cores
+from ..core.resources import available_memory, layered_bytes_per_state, states_that_fit, usable_cores
 from ..core.result import StateAnswer
 from ..core.solve import ESTIMATE_MARGIN, EstimatedTooLargeError, approximate_count, byte_size
 from ..hidden.run import HiddenAnalysis, hidden_analysis
@@ -314,11 +314,12 @@ def refuse_beyond_memory(rules: RuleSet) -> None:
     rules (which the table, the skill gap and every further game need) clearly
     would not fit in memory, rather than after solving for hours."""
     estimate = estimate_reachable(rules)
-    limit = states_that_fit(LAYERED_BYTES_PER_STATE)
+    per_state = layered_bytes_per_state()
+    limit = states_that_fit(per_state)
     if limit is not None and estimate > ESTIMATE_MARGIN * limit:
         raise EstimatedTooLargeError(
             f"the report solves the rules in force rank by rank: about {approximate_count(estimate)} states from the"
-            f" start (~{byte_size(estimate * LAYERED_BYTES_PER_STATE)} at {LAYERED_BYTES_PER_STATE:,} bytes a state),"
+            f" start (~{byte_size(estimate * per_state)} at {per_state:,} bytes a state),"
             f" and the {available_memory() / 1e9:.1f} GB of memory available holds about {approximate_count(limit)}"
         )
 
@@ -407,7 +408,7 @@ class _Parts:
             self.log("solving the rules' table (or reading it from the cache)")
             self._table = self.timed("table", lambda: solved_table(
                 self.rules, self.cache_dir, show_progress=self.show_progress, warn=self.log, mapped=True,
-                workers=usable_cores(), max_states=states_that_fit(LAYERED_BYTES_PER_STATE),
+                workers=usable_cores(), max_states=states_that_fit(layered_bytes_per_state()),
             ), lambda table: table.result.num_states)
             self.table_reused = self._table.reused
             if self.table_reused:
@@ -537,7 +538,7 @@ class _Parts:
     def _solve_policy_game(self, label: str, game: PolicyPlay) -> PlayFigures:
         self.log(f"skill gap: {label}")
         return play_figures(game, self.table.start, show_progress=self.show_progress, workers=usable_cores(),
-                            max_states=states_that_fit(LAYERED_BYTES_PER_STATE))
+                            max_states=states_that_fit(layered_bytes_per_state()))
 
 
 def _headline_entry(headline) -> dict:

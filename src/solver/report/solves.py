@@ -56,12 +56,7 @@ from ..core.jobs import (
     workers_holding,
     writable_dir,
 )
-from ..core.resources import (
-    LAYERED_BYTES_PER_STATE,
-    LAYERED_VALUE_BYTES_PER_STATE,
-    states_that_fit,
-    usable_cores,
-)
+from ..core.resources import layered_bytes_per_state, states_that_fit, usable_cores
 from ..summary import LENGTH_TURNS
 from ..tables import warm_table_of
 from .entries import variant_entry, variant_from
@@ -115,7 +110,7 @@ def plan_solves(
 
 def solve_need(states: float, hurried: bool = True) -> float:
     """Bytes a solve of about `states` states needs at its peak (rank by rank; `hurried=False`: values alone)."""
-    return states * (LAYERED_BYTES_PER_STATE if hurried else LAYERED_VALUE_BYTES_PER_STATE)
+    return states * layered_bytes_per_state(hurried)
 
 
 def restricted_need(rules: RuleSet) -> float:
@@ -297,5 +292,5 @@ def time_left(elapsed: float, done: int, left: int) -> str:
 
 def _alone(job: RestrictedJob | VariantJob, show_progress: bool) -> dict:
     """Options of a solve that runs by itself: every core, and the memory there is now."""
-    per_state = LAYERED_VALUE_BYTES_PER_STATE if isinstance(job, RestrictedJob) else LAYERED_BYTES_PER_STATE
+    per_state = layered_bytes_per_state(hurried=not isinstance(job, RestrictedJob))
     return {"workers": usable_cores(), "show_progress": show_progress, "max_states": states_that_fit(per_state)}
