@@ -91,19 +91,19 @@ def test_a_full_disk_keeps_the_figures_in_memory(tmp_path, monkeypatch):
 def test_the_plan_counts_the_figures_out_of_memory_only_where_they_go_to_disk(tmp_path, monkeypatch):
     from solver.core import resources
 
-    full, figures = resources.LAYERED_BYTES_PER_STATE, resources.FIGURE_BYTES_PER_STATE
+    full, resident = resources.LAYERED_BYTES_PER_STATE, resources.LAYERED_RESIDENT_BYTES_PER_STATE
+    figures = full - resident
     monkeypatch.setattr(resources, "available_memory", lambda: 10**9)
-    assert resources.figures_on_disk(figures, full - figures, str(tmp_path))  # a test's folder is on disk here
+    assert resources.figures_on_disk(figures, resident, str(tmp_path))  # a test's folder is on disk here
     monkeypatch.setattr(resources, "_filesystem_type", lambda directory: "tmpfs")
-    assert not resources.figures_on_disk(figures, full - figures, str(tmp_path))  # in memory all the same
+    assert not resources.figures_on_disk(figures, resident, str(tmp_path))  # in memory all the same
     assert resources.layered_bytes_per_state() == full
+    assert resources.layered_bytes_per_state(hurried=False) == resources.LAYERED_VALUE_BYTES_PER_STATE
     monkeypatch.setattr(resources, "_filesystem_type", lambda directory: "ext4")
-    assert resources.layered_bytes_per_state() == full - figures
-    assert resources.layered_bytes_per_state(hurried=False) == (
-        resources.LAYERED_VALUE_BYTES_PER_STATE - resources.VALUE_FIGURE_BYTES_PER_STATE)
+    assert resources.layered_bytes_per_state() == resources.layered_bytes_per_state(hurried=False) == resident
 
     class Usage:
-        free = resources.states_that_fit(full - figures) * figures - 1  # a byte short of the figures of all that fits
+        free = resources.states_that_fit(resident) * figures - 1  # a byte short of the figures of all that fits
 
     monkeypatch.setattr(resources.shutil, "disk_usage", lambda directory: Usage)
     assert resources.layered_bytes_per_state() == full

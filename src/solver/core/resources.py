@@ -19,12 +19,17 @@ with a tenth to spare: the figures every worker shares (hurried play's buzzer va
 guarantees included, the guarantees as float32 offsets) and the workers' rank graphs;
 measured on the printed rules, 7.9 GB for 49,383,601 states on two workers (160 bytes a
 state; docs/performance.md). Where the shared figures go to a file on disk
-(`figures_on_disk`), a solve keeps `FIGURE_BYTES_PER_STATE` of it out of memory:
-`layered_bytes_per_state` says which applies."""
+(`figures_on_disk`), a solve keeps only `LAYERED_RESIDENT_BYTES_PER_STATE` of it in
+memory: `layered_bytes_per_state` says which applies."""
 
-FIGURE_BYTES_PER_STATE = 110
-"""Of `LAYERED_BYTES_PER_STATE`, the figures every worker shares (107 bytes a state measured
-on the printed rules, a report's variant: `shared_arrays`)."""
+LAYERED_RESIDENT_BYTES_PER_STATE = 69
+"""Peak memory a state of a rank-by-rank solve whose shared figures go to a file on disk
+(`figures_on_disk`; each process lets go of the pages of a rank once done with it), with a
+tenth to spare: the state codes, the workers' rank graphs and the pages of the rank in
+hand. Measured on the printed rules (`make solve` at 5855037: enumeration, the solve with
+hurried play, assembly): 3.09 GB of PSS for the whole process tree, 62.6 bytes a state
+(docs/performance.md). Of `LAYERED_BYTES_PER_STATE`, the other 107 are the figures (107
+measured, a report's variant) that the file holds."""
 
 FOLLOW_PLAY_BYTES_PER_STATE = 200
 """Memory a state of the table that following play from the start for its length
@@ -60,10 +65,6 @@ LAYERED_VALUE_BYTES_PER_STATE = 140
 """The same for a rank-by-rank solve of values alone (no hurried play, no strategies kept:
 `solve.solve_start_figures(hurried=False)`), with a tenth to spare (docs/performance.md)."""
 
-VALUE_FIGURE_BYTES_PER_STATE = 75
-"""Of `LAYERED_VALUE_BYTES_PER_STATE`, the shared figures (the value, two guarantees as
-offsets, the outcome chances and ending turns, action counts: 69 bytes a state)."""
-
 _MEMORY_FILESYSTEMS = frozenset({"tmpfs", "ramfs"})
 
 
@@ -86,9 +87,9 @@ def figures_on_disk(figures: int, resident: int, directory: str | None = None) -
 def layered_bytes_per_state(hurried: bool = True) -> int:
     """Memory a state of a rank-by-rank solve takes at its peak (`hurried=False`: values
     alone): less its shared figures where they go to a file on disk (`figures_on_disk`)."""
-    full, figures = ((LAYERED_BYTES_PER_STATE, FIGURE_BYTES_PER_STATE) if hurried
-                     else (LAYERED_VALUE_BYTES_PER_STATE, VALUE_FIGURE_BYTES_PER_STATE))
-    return full - figures if figures_on_disk(figures, full - figures) else full
+    full = LAYERED_BYTES_PER_STATE if hurried else LAYERED_VALUE_BYTES_PER_STATE
+    resident = min(LAYERED_RESIDENT_BYTES_PER_STATE, full)
+    return resident if figures_on_disk(full - resident, resident) else full
 
 
 def _filesystem_type(directory: str) -> str | None:
