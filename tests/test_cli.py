@@ -241,6 +241,19 @@ def test_a_full_disk_is_one_line_and_keeps_the_stored_table(private_table_cache,
     assert {p.name: p.read_bytes() for p in private_table_cache.glob("*.npz")} == stored
 
 
+def test_a_solve_the_disk_has_no_room_to_store_still_answers_and_says_so(private_table_cache, monkeypatch):
+    """With too little disk for the table, `solve` still prints its answer (it used to
+    end in a traceback, reading the size of the table it had not written)."""
+    import solver.tables
+
+    monkeypatch.setattr(solver.tables, "room_to_store", lambda directory, size: False)
+    result = run("solve", *SMALL)
+    assert result.exit_code == 0, result.output
+    assert "not storing the table" in result.stderr and "Traceback" not in result.output
+    assert "table        not stored" in result.stdout and "value        0.5" in result.stdout
+    assert not list(private_table_cache.glob("*.npz"))
+
+
 def test_query_matches_between_cache_and_fresh_solve(tmp_path):
     cached_dir = tmp_path / "cached"
     assert run("solve", *SMALL, "--cache-dir", str(cached_dir)).exit_code == 0

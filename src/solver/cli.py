@@ -181,7 +181,7 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
     code = ChargeSparkGame(rule_set).encode(initial_position(rule_set))
     # Already solved: read what the summary shows, not the whole table.
     result = None if force else stored_part(path, key, code, ReferenceChargeSparkGame(rule_set), warn)
-    reused = result is not None
+    reused = stored = result is not None
     if result is None:
         notes = click.get_current_context().obj
         notes["interrupt_note"] = (
@@ -191,7 +191,7 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
             workers=usable_cores(),
         )
         notes.pop("interrupt_note")
-        result, path, reused = table.result, table.path, table.reused
+        result, path, reused, stored = table.result, table.path, table.reused, table.stored
     if not reused and follow_play_fits(result.num_states):
         from .analysis.stalls import keep_length_and_stalls
 
@@ -213,7 +213,8 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
         f" {result.table_max_exploitability:.2e} ({verdict}, bound {CERTIFICATE_BOUND:.0e});"
         f" largest Bellman residual {result.bellman_residual:.2e}",
         hurry_line(result.table_hurry_figures),
-        f"table        {path} ({path.stat().st_size / 1e6:,.1f} MB)"
+        (f"table        {path} ({path.stat().st_size / 1e6:,.1f} MB)" if stored else
+         "table        not stored (see the warning above); the figures here are the solve's own")
         + ("  [already solved; --force to solve again]" if reused else ""),
         f"time         {timing_line(result, time.perf_counter() - started) if not reused else f'{time.perf_counter() - started:.2f} s (loaded)'}",
     ]
