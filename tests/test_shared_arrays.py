@@ -7,6 +7,7 @@ import multiprocessing
 import os
 
 import numpy as np
+import pytest
 
 from resident import resident_bytes
 from solver.core.shared_arrays import FILE_PREFIX, SharedArrays, release_pages
@@ -116,3 +117,43 @@ def test_the_filesystem_of_a_folder_is_read_from_the_mount_table(tmp_path):
     assert _filesystem_type(str(tmp_path)) is not None
     if os.path.ismount("/dev/shm"):
         assert _filesystem_type("/dev/shm") == "tmpfs"
+
+
+def test_release_pages_of_a_block_lets_go_of_that_block_only(tmp_path):
+    """A table's checksum pass reads block after block: each block's pages go
+    once read, the rest of the mapping stays as it was."""
+    from resident import resident_bytes
+
+    path = tmp_path / "a.bin"
+    np.arange(4_000_000, dtype=np.float64).tofile(path)  # 32 MB
+    a = np.memmap(path, dtype=np.float64, mode="r", offset=8 * 1000)  # an offset inside the first page
+    np.array(a)  # every page resident
+    whole = resident_bytes(a)
+    assert whole >= 30_000_000
+    block = a.reshape(-1).view(np.uint8)[1 << 20 : 17 << 20]  # 16 MB in the middle
+    release_pages(block)
+    assert whole - resident_bytes(a) >= (16 << 20) - 2 * 4096
+    assert resident_bytes(a) >= 14_000_000
+    assert np.array_equal(block.view(np.float64), np.arange(4_000_000, dtype=np.float64)[1000:][1 << 17 : 17 << 17])
+
+
+def test_trimming_the_heap_gives_its_free_holes_back():
+    """Chunk-sized arrays kept among freed ones leave holes in the heap that
+    stay resident until trimmed (glibc raises its mmap threshold once a large
+    array is freed, so later ones come from the heap)."""
+    from solver.core.heap import trim_heap
+
+    if not trim_heap():
+        pytest.skip("not glibc")
+    np.ones(64 << 17)  # 64 MB freed: glibc serves arrays below that from the heap from now on
+    arrays = [np.ones(1 << 17) for _ in range(200)]  # 1 MB each
+    kept = arrays[::2]
+    del arrays
+    before = _anonymous_resident()
+    assert trim_heap()
+    assert before - _anonymous_resident() >= 50 << 20 and sum(a.sum() for a in kept) == 100 << 17
+
+
+def _anonymous_resident() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("RssAnon:"))

@@ -255,3 +255,19 @@ def test_figures_copied_out_of_a_table_leave_none_of_its_pages_resident(stored, 
     got = reader.rows("values", np.arange(0, n, 3)) if read == "rows" else reader.take("values", 0, n)
     assert np.array_equal(got, result.values[::3] if read == "rows" else result.values)
     assert resident_bytes(mapped) == 0
+
+
+def test_a_mapped_table_is_verified_without_staying_resident(stored):
+    """Opening a stored table mapped reads every block for its checksum: the
+    pages must go as they are read (the printed rules' 12 GB table stayed
+    resident in the process that opened it)."""
+    from resident import resident_bytes
+
+    path, key, game, root, result = stored
+    reader = TableReader(path, key, TABLE_FORMAT)
+    mapped = reader.mapped()
+    assert np.array_equal(mapped.values, result.values) and np.array_equal(mapped.states, result.states)
+    reader = TableReader(path, key, TABLE_FORMAT)
+    reader.mapped()
+    for name in ("values", "row_strategy", "row_ptr", "terminal_probability"):
+        assert resident_bytes(reader._arrays[name]) == 0, name

@@ -84,11 +84,19 @@ class SharedArrays:
 
 
 def release_pages(a: np.ndarray) -> None:
-    """Drop this process's resident pages of the memory-mapped array `a`
-    (an `np.memmap`; anything else is left alone). A read-only or flushed
-    mapping loses nothing: its pages are read back from the file when next
-    touched, from the page cache if they are still there."""
+    """Drop this process's resident pages under the memory-mapped array `a`
+    (an `np.memmap` or a contiguous view of one, such as one block of it;
+    anything else is left alone). A read-only or flushed mapping loses
+    nothing: its pages are read back from the file when next touched, from
+    the page cache if they are still there."""
     mapping = getattr(a, "_mmap", None)
-    if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
-        with contextlib.suppress(OSError, ValueError):  # a closed mapping has nothing to drop
-            mapping.madvise(mmap.MADV_DONTNEED)
+    if mapping is None or a.nbytes == 0 or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    with contextlib.suppress(OSError, ValueError, BufferError):  # a closed mapping has nothing to drop
+        base = np.frombuffer(mapping, np.uint8).__array_interface__["data"][0]
+        start = a.__array_interface__["data"][0] - base
+        if not a.flags.contiguous or start < 0 or start + a.nbytes > len(mapping):
+            mapping.madvise(mmap.MADV_DONTNEED)  # not a plain range of the mapping: all of it
+            return
+        first = start - start % mmap.PAGESIZE  # the page under its first byte, shared or not: read back if needed
+        mapping.madvise(mmap.MADV_DONTNEED, first, start + a.nbytes - first)

@@ -141,21 +141,22 @@ class TableReader:
             block = int(block)
             if block in seen:
                 continue
-            if block >= len(digests) or block_digest(raw[block * BLOCK_BYTES : (block + 1) * BLOCK_BYTES]) != digests[block]:
+            if block >= len(digests) or not _block_matches(raw, block, digests[block]):
                 raise DamagedTableError(f"{self.path}: checksum mismatch in {name} (the file was changed or damaged)")
             seen.add(block)
 
     def mapped(self) -> SolveResult:
         """The whole table with every array memory-mapped (read-only), each block
         verified now: analyses can stream over a table larger than the memory
-        they may use, the pages staying reclaimable file cache."""
+        they may use, the pages staying reclaimable file cache: each block let
+        go once read (verifying the printed rules' table read all 12 GB of it
+        into this process's resident pages)."""
         for name, a in self._arrays.items():
             raw = a.reshape(-1).view(np.uint8) if a.size else np.empty(0, np.uint8)
             digests = self.header["blocks"].get(name, [])
             done = self._verified.get(name, set())  # a reader kept open checks each block once
             if len(digests) != -(-raw.size // BLOCK_BYTES) or any(
-                block_digest(raw[i * BLOCK_BYTES : (i + 1) * BLOCK_BYTES]) != digest
-                for i, digest in enumerate(digests) if i not in done
+                not _block_matches(raw, i, digest) for i, digest in enumerate(digests) if i not in done
             ):
                 raise DamagedTableError(f"{self.path}: checksum mismatch in {name} (the file was changed or damaged)")
             self._verified[name] = set(range(len(digests)))
@@ -165,7 +166,10 @@ class TableReader:
         # The states are searched (binary search over the whole array) for every lookup; a
         # mapped array sits at an unaligned offset in the zip, where numpy would copy all of
         # it for each search: they are held in memory instead (8 bytes a state).
-        return result_from(self.path, {**self._arrays, "states": np.array(self._arrays["states"])}, self.header)
+        states = np.array(self._arrays["states"])
+        for a in self._arrays.values():  # the checks above read the offsets and the states
+            release_pages(a)
+        return result_from(self.path, {**self._arrays, "states": states}, self.header)
 
     def index_of(self, code: int) -> int:
         """Index of the state `code`; KeyError if the table does not hold it."""
@@ -313,3 +317,12 @@ def _index_problem(listed, dtype: np.dtype, num_states: int) -> str | None:
     if any(a >= b for a, b in zip(listed, listed[1:])):
         return "is not sorted"
     return None
+
+
+def _block_matches(raw: np.ndarray, block: int, digest: str) -> bool:
+    """Whether block `block` of the mapped bytes `raw` has `digest`, its pages let go once read."""
+    part = raw[block * BLOCK_BYTES : (block + 1) * BLOCK_BYTES]
+    try:
+        return block_digest(part) == digest
+    finally:
+        release_pages(part)
