@@ -192,7 +192,7 @@ def test_a_query_of_a_stored_table_reads_the_starts_stalls_that_solve_kept(priva
     kept = results.get(play_key(game.encode(initial_position(rules))))
     followed = []
     real = solver.analysis.stalls.follow_play
-    monkeypatch.setattr(solver.analysis.stalls, "follow_play", lambda *args: followed.append(args) or real(*args))
+    monkeypatch.setattr(solver.analysis.stalls, "follow_play", lambda *args, **kw: followed.append(args) or real(*args, **kw))
     start = json.loads(run("query", "start", *SMALL, "--json").stdout)
     assert followed == [] and start["length"] == kept["length"]
     without_text = [{k: v for k, v in s.items() if k != "position"} for s in start["stalls"]]

@@ -16,7 +16,7 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 from solver.analysis.card_status import card_flags, flags_for_statuses
 from solver.analysis.draws import draw_sums_of, draws_from_play, table_draw_values
-from solver.analysis.stalls import stall_chain, stall_chain_of_play, stalls
+from solver.analysis.stalls import smallest_chosen, smallest_in_chunk, stall_chain, stall_chain_of_play, stalls
 from solver.analysis.usage import choices_to_follow, statuses, table_card_usage, usage_from_play
 from solver.core.absorption import length_distribution
 from solver.core.chain import chain_of_play, expected_visits, turn_by_turn
@@ -47,12 +47,11 @@ def assert_one_pass_equals_the_separate_paths(game, result, code, chunk: int = 1
     followed = follow_play(game, result, code, draw_sums_of(game, result), chunk=chunk)
     mine = followed.play
     assert np.array_equal(mine.states, play.states) and np.array_equal(mine.index, play.index)
-    assert mine.start == play.start
-    for name in ("out_ptr", "out_next", "out_prob"):
-        assert np.array_equal(getattr(mine.graph, name), getattr(play.graph, name)), name
+    assert mine.start == play.start and mine.graph is None
 
     chain = chain_of_play(play.graph)
-    figures = turn_by_turn(chain_of_play(mine.graph), mine.start, 200, choices_to_follow(followed),
+    assert_same_chain(followed.chain, chain)
+    figures = turn_by_turn(followed.chain, mine.start, 200, choices_to_follow(followed),
                            len(game.action_labels))
     visits = expected_visits(chain, play.start)
     np.testing.assert_allclose(figures.visits, visits, rtol=0, atol=TOLERANCE)
@@ -71,8 +70,22 @@ def assert_one_pass_equals_the_separate_paths(game, result, code, chunk: int = 1
     np.testing.assert_allclose([d.draws_per_game for d in draws], [d.draws_per_game for d in reference],
                                rtol=0, atol=TOLERANCE)
 
-    found = stalls(stall_chain_of_play(followed, result, chain_of_play(mine.graph)), 0.0)
+    found = stalls(stall_chain_of_play(followed, result), 0.0)
     assert found == stalls(stall_chain(play, result, chain), 0.0)
+    # The stalls' own pass keeps no choices, only each state's smallest probability.
+    lean = follow_play(game, result, code, smallest_in_chunk, chunk=chunk, keep_choices=False)
+    assert lean.choices is None and np.array_equal(lean.gathered_at, np.arange(play.states.size))
+    assert_same_chain(lean.chain, chain)
+    assert np.array_equal(lean.gathered, smallest_chosen(followed.choices))
+    assert stalls(stall_chain_of_play(lean, result, lean.gathered), 0.0) == found
+
+
+def assert_same_chain(mine, reference) -> None:
+    """The chain built from follow_play's kept edges equals `chain_of_play` of the graph, to the last bit."""
+    for name in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(mine.transition, name), getattr(reference.transition, name)), name
+    assert mine.transition.shape == reference.transition.shape
+    assert np.array_equal(mine.ending, reference.ending)
 
 
 def test_one_pass_equals_the_separate_paths(table):

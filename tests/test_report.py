@@ -688,14 +688,14 @@ def test_a_card_p1_never_plays_is_shown_with_the_rules_value_and_not_solved(tmp_
         (x.card, x.value, x.unplayed) for x in first.restricted]
 
 
-def test_plays_graph_is_let_go_before_the_propagation_runs(tmp_path, monkeypatch):
+def test_play_is_propagated_over_its_chain_with_no_graph_built(tmp_path, monkeypatch):
     """The chain holds all the propagation reads: play's graph beside it was a
     second copy of the chain's edges at the propagation's peak."""
     import solver.report.build as build
-    from graph_lifetime import watch_graph_at
+    from graph_lifetime import watch_play_graphs
 
-    alive_at_propagation = watch_graph_at(monkeypatch, build, "turn_by_turn")
+    built, propagated = watch_play_graphs(monkeypatch, build, "turn_by_turn")
     result = run("report", *SMALL, "--sections", "headline", "--out", str(tmp_path / "r.html"),
                  "--cache-dir", str(tmp_path))
     assert result.exit_code == 0, result.output
-    assert alive_at_propagation == [False]
+    assert propagated == [1] and built == []

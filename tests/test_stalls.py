@@ -127,9 +127,11 @@ def test_a_closed_loop_play_may_enter_never_ends_and_the_others_share_the_rest()
     assert found[0].never_ends and not found[1].never_ends
 
 
-@pytest.mark.parametrize("direct", [10**9, 3], ids=["direct", "iterative"])
-def test_shares_and_exits_agree_with_a_dense_inverse(monkeypatch, direct):
+@pytest.mark.parametrize("direct, edge_chunk", [(10**9, 1 << 22), (3, 1 << 22), (10**9, 4)],
+                         ids=["direct", "iterative", "edges-by-ranges"])
+def test_shares_and_exits_agree_with_a_dense_inverse(monkeypatch, direct, edge_chunk):
     monkeypatch.setattr(stalls_module, "DIRECT_STATES", direct)
+    monkeypatch.setattr(stalls_module, "EDGE_CHUNK", edge_chunk)  # loops cut across the ranges of states
     rng = np.random.default_rng(21)
     # Blocks of 1 to 6 states in a row, each strongly connected (a cycle), edges forward between blocks.
     sizes = rng.integers(1, 7, size=20)
@@ -195,17 +197,17 @@ def test_play_followed_once_gives_the_same_length_and_stalls_as_play_from():
                    for a, b in zip(new.stalls, old.stalls))
 
 
-def test_plays_graph_is_let_go_before_the_length_is_propagated(monkeypatch):
-    """`followed_length_and_stalls` lets play's graph go once its chain is
-    built: the graph beside the chain was a second copy of every edge of play."""
-    from graph_lifetime import watch_graph_at
+def test_play_is_followed_to_its_chain_with_no_graph_built(monkeypatch):
+    """`followed_length_and_stalls` builds play's chain straight from the
+    edges it keeps: a graph beside the chain was a second copy of every edge of play."""
+    from graph_lifetime import watch_play_graphs
     from rules.charge_spark.config import RuleSet, apply_overrides
     from rules.charge_spark.game import ChargeSparkGame
     from rules.charge_spark.state import initial_position
 
-    alive_at_propagation = watch_graph_at(monkeypatch, stalls_module, "length_pmf")
+    built, propagated = watch_play_graphs(monkeypatch, stalls_module, "length_pmf")
     rules = apply_overrides(RuleSet(), ["board=S*M", "health=1", "battery_tiles=2", "disc_tiles=3"])
     game = ChargeSparkGame(rules)
     start = game.encode(initial_position(rules))
     found = stalls_module.followed_length_and_stalls(game, solve_from(game, [start], show_progress=False), start)
-    assert found.states > 0 and alive_at_propagation == [False]
+    assert found.states > 0 and propagated == [1] and built == []

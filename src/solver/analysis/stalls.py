@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,8 +30,8 @@ from rules.charge_spark.config import RuleSet, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 
 from ..core.chain import PlayChain, chain_of_play, play_chain
-from ..core.graph import GameGraph
-from ..core.play import FollowedPlay, Play, follow_play
+from ..core.graph import GameGraph, index_type
+from ..core.play import FollowedPlay, Play, PlayedChunk, follow_play
 from ..core.result import STANDOFF_DEPENDENCE, SolveResult
 from ..core.table_file import DamagedTableError
 from ..core.table_reader import TableReader
@@ -73,6 +73,8 @@ SOLVE_TOLERANCE = 1e-12
 """Relative residual of an iterative solve of expected visits."""
 ITERATIONS = 300
 """BiCGSTAB steps before a large system is solved directly after all (a loop play almost never leaves)."""
+EDGE_CHUNK = 1 << 22
+"""States whose edges are sorted into within and between loops at once (a few hundred MB of temporaries)."""
 
 
 @dataclass(frozen=True)
@@ -143,23 +145,39 @@ def stall_chain(play: Play, result: SolveResult, chain: PlayChain | None = None)
                       smallest_probabilities(result, play.index), unending_dependence(result, play.index))
 
 
-def stall_chain_of_play(followed: FollowedPlay, result: SolveResult, chain: PlayChain) -> StallChain:
+def stall_chain_of_play(followed: FollowedPlay, result: SolveResult, smallest: np.ndarray | None = None) -> StallChain:
     """`stall_chain` of `followed.play`, each state's smallest probability read
-    from the strategies gathered while following play rather than from the table again."""
-    play = followed.play
+    from the strategies gathered while following play rather than from the
+    table again: `smallest` (`smallest_in_chunk`'s, gathered), or of the seats' choices."""
+    play, chain = followed.play, followed.chain
+    smallest = smallest_chosen(followed.choices) if smallest is None else smallest
     return StallChain(chain.transition, chain.ending, int(play.start), np.asarray(play.states),
-                      smallest_chosen(followed.choices), unending_dependence(result, play.index))
+                      smallest, unending_dependence(result, play.index))
 
 
 def smallest_chosen(choices) -> np.ndarray:
     """`smallest_probabilities` from both seats' `SeatChoices` (every positive weight of each state)."""
-    smallest = np.full(choices[0].ptr.size - 1, np.inf)
-    for seat in choices:
-        counts = np.diff(seat.ptr)
-        w = np.where(seat.weights > ROUNDING_WEIGHT, seat.weights, np.inf)
+    return _smallest_of_seats([(np.diff(seat.ptr), seat.weights) for seat in choices])
+
+
+def smallest_in_chunk(part: PlayedChunk) -> np.ndarray:
+    """`smallest_chosen` at a chunk of the states play reaches, from its
+    expansion and strategies (`follow_play`'s `per_chunk`): a state's one
+    figure, where both seats' choices would take eight times the bytes."""
+    return _smallest_of_seats([(part.expansion["row_count"], part.row_weights),
+                               (part.expansion["col_count"], part.col_weights)])
+
+
+def _smallest_of_seats(seats) -> np.ndarray:
+    """Per state: the smallest weight above rounding that either seat plays
+    there, 1.0 where none; `seats`: each seat's (actions per state, their weights)."""
+    smallest = np.full(np.asarray(seats[0][0]).size, np.inf)
+    for counts, weights in seats:
+        counts, weights = np.asarray(counts, np.int64), np.asarray(weights, np.float64)
+        w = np.where(weights > ROUNDING_WEIGHT, weights, np.inf)
         some = counts > 0
         if w.size:
-            smallest[some] = np.minimum(smallest[some], np.minimum.reduceat(w, seat.ptr[:-1][some]))
+            smallest[some] = np.minimum(smallest[some], np.minimum.reduceat(w, (np.cumsum(counts) - counts)[some]))
     return np.where(np.isfinite(smallest), smallest, 1.0)
 
 
@@ -187,21 +205,21 @@ def smallest_probabilities(result: SolveResult, index: np.ndarray, chunk: int = 
 
 def _smallest_positive(ptr: np.ndarray, weights: np.ndarray, index: np.ndarray) -> np.ndarray:
     lo, hi = np.asarray(ptr[index], np.int64), np.asarray(ptr[index + 1], np.int64)
-    counts = hi - lo
-    w = np.asarray(weights[_ranges(lo, counts)], np.float64)
-    w = np.where(w > ROUNDING_WEIGHT, w, np.inf)
-    smallest = np.full(index.size, np.inf)
-    some = counts > 0
-    if w.size:
-        smallest[some] = np.minimum.reduceat(w, (np.cumsum(counts) - counts)[some])
-    return np.where(np.isfinite(smallest), smallest, 1.0)
+    return _smallest_of_seats([(hi - lo, weights[_ranges(lo, hi - lo)])])
 
 
-def unending_dependence(result: SolveResult, index: np.ndarray) -> np.ndarray:
-    """`result.unending_dependence` at `index`; zeros for a table that does not hold it."""
+def unending_dependence(result: SolveResult, index: np.ndarray, chunk: int = 1 << 20) -> np.ndarray:
+    """`result.unending_dependence` at `index`; zeros for a table that does not
+    hold it. In chunks, a stored table's pages let go after each: three of its
+    figures at every state play reaches are 1.2 GB of the printed rules' table."""
+    index = np.asarray(index)
+    dependence = np.zeros(index.size)
     if not hasattr(result, "unending_dependence_at"):
-        return np.zeros(np.asarray(index).size)
-    return np.asarray(result.unending_dependence_at(index), np.float64)
+        return dependence
+    for lo in range(0, index.size, chunk):
+        dependence[lo : lo + chunk] = result.unending_dependence_at(index[lo : lo + chunk])
+        result.release_mapped_pages()
+    return dependence
 
 
 def stalls(chain: StallChain, min_share: float = MIN_SHARE) -> list[Stall]:
@@ -212,7 +230,7 @@ def stalls(chain: StallChain, min_share: float = MIN_SHARE) -> list[Stall]:
 
     q = _positive(chain.transition)
     count, labels = connected_components(q, directed=True, connection="strong")
-    labels = labels.astype(np.int64)
+    labels = labels.astype(index_type(count))  # scipy's int32 kept: int64 would double every per-edge lookup
     visits = _ComponentVisits(q, np.asarray(chain.ending, np.float64), int(chain.start), labels, count)
     v, entered = visits.states, visits.entries
     size = np.bincount(labels, minlength=count)
@@ -265,20 +283,27 @@ class _ComponentVisits:
     def __init__(self, q: sp.csr_matrix, ending: np.ndarray, start: int, labels: np.ndarray, count: int) -> None:
         n = q.shape[0]
         degree = np.diff(q.indptr)
-        rows = np.repeat(np.arange(n, dtype=np.int32 if n < 2**31 else np.int64), degree)  # half the memory
-        within = labels[rows] == labels[q.indices]
+        within = np.empty(q.indices.size, bool)  # an edge within its component
         self.looped = np.zeros(count, bool)
-        self.looped[labels[rows[rows == q.indices]]] = True
         leaves = np.zeros(count, bool)
-        leaves[labels[rows[~within]]] = True
+        waiting = np.zeros(count, np.int64)  # edges from components not done yet
+        # By ranges of states: an array over every edge of play's chain would be a few GB at the printed rules.
+        for lo in range(0, n, EDGE_CHUNK):
+            hi = min(lo + EDGE_CHUNK, n)
+            rows = np.repeat(np.arange(lo, hi, dtype=index_type(n)), degree[lo:hi])
+            targets = q.indices[q.indptr[lo] : q.indptr[hi]]
+            source, target = labels[rows], labels[targets]
+            within[q.indptr[lo] : q.indptr[hi]] = inside = source == target
+            self.looped[source[rows == targets]] = True
+            leaves[source[~inside]] = True
+            waiting += np.bincount(target[~inside], minlength=count)
+            del rows, targets, source, target, inside
         leaves[labels[ending > 0]] = True
         size = np.bincount(labels, minlength=count)
         self.closed = ((size > 1) | self.looped) & ~leaves
-        waiting = np.bincount(labels[q.indices[~within]], minlength=count)  # edges from components not done yet
-        del rows
         members = np.argsort(labels, kind="stable")
         first_member = np.cumsum(size) - size
-        local = np.full(n, -1, np.int64)
+        local = np.full(n, -1, index_type(n))
         self.inflow = np.zeros(n)
         self.inflow[start] = 1.0
         self.states = np.zeros(n)
@@ -401,13 +426,11 @@ def followed_length_and_stalls(game: ChargeSparkGame, result: SolveResult, code:
     """`length_and_stalls` from the state coded `code`, play followed once
     (`follow_play`): each reached state expanded once and its strategies read
     once, where `play_from` expands it twice and builds a labelled graph.
-    Measured at board S*M, health 2 (189,544 states reached): 84 MB at the
-    peak instead of 218, in two thirds of the time."""
-    followed = follow_play(game, result, code)
-    chain = chain_of_play(followed.play.graph)
-    # The chain holds all the rest reads: play's graph beside it would be a second copy of its edges.
-    followed = replace(followed, play=replace(followed.play, graph=None))
-    stall = stall_chain_of_play(followed, result, chain)
+    Measured at the printed rules (20.7 million states reached): 5.4 GB at
+    the peak, from 10.5 (docs/performance.md)."""
+    followed = follow_play(game, result, code, smallest_in_chunk, keep_choices=False)
+    # Every state's smallest probability is positive: gathered for all of them, in play's order.
+    stall = stall_chain_of_play(followed, result, followed.gathered)
     play = followed.play
     i = int(play.index[play.start])
     figures = length_figures(length_pmf(stall, LENGTH_TURNS), result.expected_length(i),

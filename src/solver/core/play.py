@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .chain import PlayChain
 from .graph import GameGraph, distinct_sorted, expansion_of, index_type, offsets_of, segment_positions
+from .heap import trim_heap
 from .protocol import StochasticGame
 from .result import SolveResult
 
@@ -110,13 +112,13 @@ class Play:
     chain over the states it reaches: `graph` gives each state one 1 x 1
     stage game whose outcomes are where a turn leads (a state's index in
     `states`, or a terminal outcome) with their probabilities. Far smaller
-    than those states' game graph (every pair of cards, every outcome);
-    `follow_play`'s graph keeps its offsets and successors int32 where they
-    fit."""
+    than those states' game graph (every pair of cards, every outcome).
+    `follow_play`'s has no graph (None): its chain of play holds the edges,
+    and the graph beside it would be a second copy of them."""
 
     states: np.ndarray  # codes, sorted
     index: np.ndarray  # each state's index in the table
-    graph: GameGraph
+    graph: GameGraph | None
     start: int  # index of the start in `states`
 
     @property
@@ -193,10 +195,13 @@ class SeatChoices:
 
 @dataclass(frozen=True, eq=False)
 class FollowedPlay:
-    """`Play` and what was gathered while following it (`follow_play`), per state of `play.states`."""
+    """`Play` and what was gathered while following it (`follow_play`), per
+    state of `play.states`: the chain of play (`chain.chain_of_play` of
+    `play_from`'s graph, built straight from the kept edges)."""
 
     play: Play
-    choices: tuple[SeatChoices, SeatChoices]  # P1's, P2's
+    chain: PlayChain
+    choices: tuple[SeatChoices, SeatChoices] | None  # P1's, P2's; None where not kept
     gathered_at: np.ndarray | None  # the states (indices into `play.states`) whose `per_chunk` row is not all zeros
     gathered: np.ndarray | None  # their rows, in that order; both None without `per_chunk`
 
@@ -204,22 +209,31 @@ class FollowedPlay:
 def follow_play(
     game: StochasticGame, result: SolveResult, start: int,
     per_chunk: Callable[[PlayedChunk], np.ndarray] | None = None, chunk: int = 1 << 16,
+    keep_choices: bool = True,
 ) -> FollowedPlay:
     """`play_from`, each reached state expanded once (breadth first, chunk by
-    chunk of the frontier): the chain of play, both seats' strategies there,
-    and `per_chunk`'s rows (one a state of the chunk, those not all zeros
-    kept) for any further figure read from the expansion. `play_from` expands
-    each state twice, and an analysis reading the expansion would expand it again."""
-    kept = _Kept(result.num_states, len(game.terminal_payoff), per_chunk)
+    chunk of the frontier): the chain of play, both seats' strategies there
+    (unless not `keep_choices`: a third of what play keeps), and
+    `per_chunk`'s rows (one a state of the chunk, those not all zeros kept)
+    for any further figure read from the expansion. `play_from` expands each
+    state twice, and an analysis reading the expansion would expand it again."""
+    kept = _Kept(result.num_states, len(game.terminal_payoff), per_chunk, keep_choices)
 
     def successors(index: np.ndarray) -> np.ndarray:
         part = _played_chunk(game, result, index)
         kept.add(part)
         result.release_mapped_pages()  # a stored table's pages this chunk read: kept is what play needs
-        return part.successors
+        successors = part.successors
+        del part
+        trim_heap()  # the chunk's temporaries, freed among what is kept: holes that would stay resident
+        return successors
 
     reached = reached_breadth_first(result.num_states, result.index_of(start), successors, chunk)
-    return kept.in_table_order(game, result, reached, start)
+    followed = kept.in_table_order(game, result, reached, start)
+    del reached  # what kept held was let go as it was placed
+    result.release_mapped_pages()
+    trim_heap()
+    return followed
 
 
 def _played_chunk(game: StochasticGame, result: SolveResult, index: np.ndarray) -> PlayedChunk:
@@ -239,17 +253,20 @@ def _played_chunk(game: StochasticGame, result: SolveResult, index: np.ndarray) 
 
 class _Kept:
     """What `follow_play` keeps of each `PlayedChunk`, its states in the order
-    followed: each state's edges merged by where they lead (successors as
-    table indices, terminal t as -1 - t), both seats' support, the `per_chunk`
-    rows. Indices and counts are int32 where they fit (a table of fewer than
-    2**31 states): half the bytes of what play keeps per reached state."""
+    followed: each state's moves to a state merged by where they lead
+    (successors as table indices), its probability of ending this turn, both
+    seats' support, the `per_chunk` rows. Only the chain's edges are kept, not
+    the terminal ones (a sixth of the outcomes at the printed rules): the
+    ending probability holds what is read of them. Indices and counts are
+    int32 where they fit (a table of fewer than 2**31 states)."""
 
-    def __init__(self, table_states: int, terminals: int, per_chunk) -> None:
+    def __init__(self, table_states: int, terminals: int, per_chunk, keep_choices: bool) -> None:
         self.span, self.terminals, self.per_chunk = table_states + terminals, terminals, per_chunk
         self.at = index_type(self.span)  # of table indices (a state's count of edges or actions: int32, a few)
         self.index: list[np.ndarray] = []
         self.edges: list[list[np.ndarray]] = [[], [], []]  # count per state, targets, probabilities
-        self.seats: list[list[list[np.ndarray]]] = [[[], [], []], [[], [], []]]  # count, actions, weights
+        self.ending: list[np.ndarray] = []
+        self.seats: list[list[list[np.ndarray]]] | None = [[[], [], []], [[], [], []]] if keep_choices else None
         self.gathered_at: list[np.ndarray] = []  # table indices
         self.gathered: list[np.ndarray] = []
 
@@ -263,36 +280,59 @@ class _Kept:
         # One entry per (state, where it leads), as `play_from` merges them: terminals sort first.
         merged, slot = np.unique(source * self.span + (target + self.terminals), return_inverse=True)
         del source, target, live
+        prob = np.bincount(slot, weights=part.weight[kept], minlength=merged.size)
+        del slot
+        state, target = merged // self.span, merged % self.span - self.terminals
+        del merged
         self.index.append(part.index.astype(self.at))
+        self._add_ending(state, target, prob, size)
+        live = target >= 0
         counts, targets, probs = self.edges
-        counts.append(np.bincount(merged // self.span, minlength=size).astype(np.int32))
-        targets.append((merged % self.span - self.terminals).astype(self.at))
-        probs.append(np.bincount(slot, weights=part.weight[kept], minlength=merged.size))
-        for fields, side, weights in zip(self.seats, ("row", "col"), (part.row_weights, part.col_weights)):
+        counts.append(np.bincount(state[live], minlength=size).astype(np.int32))
+        targets.append(target[live].astype(self.at))
+        probs.append(prob[live])
+        for fields, side, weights in zip(self.seats or (), ("row", "col"), (part.row_weights, part.col_weights)):
             for field, value in zip(fields, _support(np.asarray(e[f"{side}_count"], np.int64),
                                                      e[f"{side}_actions"], weights)):
                 field.append(value)
         if self.per_chunk is not None:
             rows = np.asarray(self.per_chunk(part))
             some = rows.reshape(size, -1).any(axis=1)  # most states draw nothing, say: only the others kept
-            self.gathered_at.append(part.index[some])
+            self.gathered_at.append(part.index[some].astype(self.at))
             self.gathered.append(rows[some])
+
+    def _add_ending(self, state: np.ndarray, target: np.ndarray, prob: np.ndarray, size: int) -> None:
+        """Each state's probability of ending this turn, summed terminal by
+        terminal in their order: as `chain.chain_of_play` sums a graph's, to the last bit."""
+        ending = np.zeros(size)
+        for t in range(self.terminals):
+            ends = target == -1 - t
+            ending += np.bincount(state[ends], weights=prob[ends], minlength=size)
+        self.ending.append(ending)
 
     def in_table_order(self, game: StochasticGame, result: SolveResult, reached: np.ndarray, start: int) -> FollowedPlay:
         """The chunks' states put in the table's order (that of their codes),
         successors renumbered as indices of the reached states. Each field is
         placed chunk by chunk into its new array, each chunk let go once
         placed: no joined copy of the chunks, only one field's new array at once."""
+        import scipy.sparse as sp
+
         position = np.cumsum(reached, dtype=self.at) - 1  # a reached state's index among the reached
         ranks = [position[index] for index in self.index]
         self.index.clear()
         for targets in self.edges[1]:  # successors, chunk by chunk: as indices among the reached states
-            live = targets >= 0
-            targets[live] = position[targets[live]]
+            targets[...] = position[targets]
         del position
-        out_ptr, (out_next, out_prob) = _placed(ranks, *self.edges)
-        row, col = (SeatChoices(ptr, actions, weights) for ptr, (actions, weights) in
-                    (_placed(ranks, *fields) for fields in self.seats))
+        indptr, (indices, data) = _placed(ranks, *self.edges)
+        ending = _placed_per_state(ranks, self.ending)
+        n = ending.size
+        chain = PlayChain(sp.csr_matrix((data, indices, indptr), shape=(n, n)), ending)
+        del indptr, indices, data, ending
+        choices = None
+        if self.seats is not None:
+            row, col = (SeatChoices(ptr, actions, weights) for ptr, (actions, weights) in
+                        (_placed(ranks, *fields) for fields in self.seats))
+            choices = (row, col)
         del ranks
         index = np.flatnonzero(reached)
         gathered_at = gathered = None
@@ -301,17 +341,8 @@ class _Kept:
             by_index = np.argsort(at, kind="stable")
             gathered_at, gathered = np.searchsorted(index, at[by_index]), _joined(self.gathered)[by_index]
         states = np.asarray(result.states[index])
-        n = states.size
-        single = np.arange(n + 1, dtype=index_type(n + 1))  # each state's one action and one cell
-        graph = GameGraph(
-            states=states, row_ptr=single, row_actions=np.zeros(n, np.int16), col_ptr=single,
-            col_actions=np.zeros(n, np.int16), cell_ptr=single, out_ptr=out_ptr, out_next=out_next,
-            out_prob=out_prob, terminal_payoff=np.asarray(game.terminal_payoff, np.float64),
-            terminal_labels=tuple(game.terminal_labels), unending_payoff=float(game.unending_payoff),
-            action_labels=tuple(game.action_labels),
-        )
-        play = Play(states, index, graph, int(np.searchsorted(states, start)))
-        return FollowedPlay(play, (row, col), gathered_at, gathered)
+        play = Play(states, index, None, int(np.searchsorted(states, start)))
+        return FollowedPlay(play, chain, choices, gathered_at, gathered)
 
 
 def cells_and_states_of(expansion: dict[str, np.ndarray], outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -339,6 +370,16 @@ def _joined(parts: list[np.ndarray]) -> np.ndarray:
     joined = np.concatenate(parts)
     parts.clear()
     return joined
+
+
+def _placed_per_state(ranks: list[np.ndarray], chunks: list[np.ndarray]) -> np.ndarray:
+    """A per-state figure (one value a state, chunk by chunk) put in the
+    states' new order, `ranks` giving each chunk's states their new places;
+    the list is emptied as its chunks are placed."""
+    field = np.empty(sum(rank.size for rank in ranks), chunks[0].dtype)
+    for rank in ranks:
+        field[rank] = chunks.pop(0)
+    return field
 
 
 def _placed(ranks: list[np.ndarray], counts: list[np.ndarray], *fields: list[np.ndarray]) -> tuple:

@@ -31,12 +31,12 @@ hurried play, assembly): 3.09 GB of PSS for the whole process tree, 62.6 bytes a
 (docs/performance.md). Of `LAYERED_BYTES_PER_STATE`, the other 107 are the figures (107
 measured, a report's variant) that the file holds."""
 
-FOLLOW_PLAY_BYTES_PER_STATE = 200
+FOLLOW_PLAY_BYTES_PER_STATE = 150
 """Memory a state of the table that following play from the start for its length
 distribution and stalls (`analysis.stalls.followed_length_and_stalls`) takes at its peak:
-340 bytes a state play reaches (traced, board S*M health 2, 2026-12-03: docs/performance.md),
-and the printed rules' play reaches 42% of their table (143 bytes a state of it); 200 holds
-rule sets whose play reaches up to 59% of theirs."""
+the printed rules' peak RSS was 5.44 GB, 110 bytes a state of their table, 262 a state play
+reaches (42% of the table; 2026-12-03, docs/performance.md). 150 holds rule sets whose play
+reaches up to 57% of theirs."""
 
 MEMORY_SHARE = 0.9
 """A solve plans for this share of the memory available, leaving the rest to the system."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,7 +43,7 @@ from ..analysis.stalls import (
     summary_length_figures,
 )
 from ..analysis.usage import CardUsage, choices_to_follow, usage_from_play
-from ..core.chain import PlayChain, TurnByTurn, chain_of_play, turn_by_turn
+from ..core.chain import TurnByTurn, turn_by_turn
 from ..core.play import FollowedPlay, Play, follow_play
 from ..core.resources import available_memory, layered_bytes_per_state, states_that_fit, usable_cores
 from ..core.result import StateAnswer
@@ -340,7 +340,6 @@ class _Parts:
         self.table_reused = True
         self._table: SolvedTable | None = None
         self._followed: FollowedPlay | None = None
-        self._chain: PlayChain | None = None
         self._turns: TurnByTurn | None = None
         self.computed = 0  # parts computed in this run (not read from the cache)
 
@@ -436,14 +435,6 @@ class _Parts:
         return self.followed.play
 
     @property
-    def chain(self) -> PlayChain:
-        """The chain of play; play's graph is let go once it is built: the chain holds what every part needs."""
-        if self._chain is None:
-            self._chain = chain_of_play(self.play.graph)
-            self._followed = replace(self.followed, play=replace(self.play, graph=None))
-        return self._chain
-
-    @property
     def visits(self) -> np.ndarray:
         return self._turn_by_turn().visits
 
@@ -451,9 +442,8 @@ class _Parts:
         """Play's state probabilities propagated once, with every figure the parts read turn by turn."""
         if self._turns is None:
             def propagate() -> TurnByTurn:
-                chain = self.chain  # first: building it lets play's graph go, which no propagation must hold
                 followed = self.followed
-                return turn_by_turn(chain, followed.play.start, LENGTH_TURNS, choices_to_follow(followed),
+                return turn_by_turn(followed.chain, followed.play.start, LENGTH_TURNS, choices_to_follow(followed),
                                     len(self.game.action_labels))
 
             self._turns = self.timed("visits", propagate, lambda turns: int(self.play.states.size))
@@ -472,13 +462,13 @@ class _Parts:
         self.let_go_of_play()
 
     def let_go_of_play(self) -> None:
-        self._followed = self._chain = self._turns = None
+        self._followed = self._turns = None
 
     def headline(self):
         """The start's summary and answer, the table's size and largest exploitability, and where play stalls."""
         result, start = self.table.result, self.table.start
         summary = summarise_from(self.game, result, start, length_pmf=self._turn_by_turn().length_pmf)
-        found = stalls(stall_chain_of_play(self.followed, result, self.chain))
+        found = stalls(stall_chain_of_play(self.followed, result))
         # What a query of the start would otherwise follow play through the whole table again for.
         lasting = LengthAndStalls(summary_length_figures(summary), tuple(found), int(self.play.states.size))
         self.results.put_all({play_key(start): length_and_stalls_entry(lasting)})
