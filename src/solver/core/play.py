@@ -167,6 +167,12 @@ def play_from(game: StochasticGame, result: SolveResult, start: int, chunk: int 
 # ---- play followed once, with what the analyses of play need gathered on the way
 
 
+FOLLOWED_CHUNK = 1 << 14
+"""States of the frontier `follow_play` expands at once. Late in play they lie
+far apart in the table, each on pages of its own in every figure read: at
+1 << 16 a chunk held 2.8 GB of the printed rules' mapped table until let go."""
+
+
 @dataclass(frozen=True, eq=False)
 class PlayedChunk:
     """A chunk of the states play reaches, expanded once, as `follow_play`
@@ -208,7 +214,7 @@ class FollowedPlay:
 
 def follow_play(
     game: StochasticGame, result: SolveResult, start: int,
-    per_chunk: Callable[[PlayedChunk], np.ndarray] | None = None, chunk: int = 1 << 16,
+    per_chunk: Callable[[PlayedChunk], np.ndarray] | None = None, chunk: int = FOLLOWED_CHUNK,
     keep_choices: bool = True,
 ) -> FollowedPlay:
     """`play_from`, each reached state expanded once (breadth first, chunk by
@@ -310,6 +316,20 @@ class _Kept:
             ending += np.bincount(state[ends], weights=prob[ends], minlength=size)
         self.ending.append(ending)
 
+    def _gathered_in_order(self, position: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The `per_chunk` rows kept, in the order of their states among the
+        `n` reached (`position`: a table index's place among them), placed
+        chunk by chunk as the other fields: a joined copy and its sorted copy
+        were two more of the report's draw sums at the peak."""
+        places = [position[at] for at in self.gathered_at]
+        self.gathered_at.clear()
+        some = np.zeros(n, bool)
+        for place in places:
+            some[place] = True
+        rank = np.cumsum(some, dtype=self.at) - 1  # a state's row among the rows kept
+        rows = _placed_per_state([rank[place] for place in places], self.gathered)
+        return np.flatnonzero(some), rows
+
     def in_table_order(self, game: StochasticGame, result: SolveResult, reached: np.ndarray, start: int) -> FollowedPlay:
         """The chunks' states put in the table's order (that of their codes),
         successors renumbered as indices of the reached states. Each field is
@@ -322,6 +342,9 @@ class _Kept:
         self.index.clear()
         for targets in self.edges[1]:  # successors, chunk by chunk: as indices among the reached states
             targets[...] = position[targets]
+        gathered_at = gathered = None
+        if self.per_chunk is not None:
+            gathered_at, gathered = self._gathered_in_order(position, int(reached.sum()))
         del position
         indptr, (indices, data) = _placed(ranks, *self.edges)
         ending = _placed_per_state(ranks, self.ending)
@@ -335,11 +358,6 @@ class _Kept:
             choices = (row, col)
         del ranks
         index = np.flatnonzero(reached)
-        gathered_at = gathered = None
-        if self.per_chunk is not None:
-            at = _joined(self.gathered_at)
-            by_index = np.argsort(at, kind="stable")
-            gathered_at, gathered = np.searchsorted(index, at[by_index]), _joined(self.gathered)[by_index]
         states = np.asarray(result.states[index])
         play = Play(states, index, None, int(np.searchsorted(states, start)))
         return FollowedPlay(play, chain, choices, gathered_at, gathered)
@@ -365,20 +383,22 @@ def _support(count: np.ndarray, actions: np.ndarray, weights: np.ndarray) -> tup
     return chosen, np.asarray(actions[positive], np.int16), weights[positive]
 
 
-def _joined(parts: list[np.ndarray]) -> np.ndarray:
-    """The chunks' arrays joined; the list is emptied, so that only the joined copy stays."""
-    joined = np.concatenate(parts)
-    parts.clear()
-    return joined
+def _trim_now_and_then(k: int) -> None:
+    """After every 16th chunk placed: the chunks let go are small, so they
+    free holes in the heap, not memory, until trimmed; the placed arrays
+    would otherwise grow beside all of them (twice what play keeps)."""
+    if k % 16 == 15:
+        trim_heap()
 
 
 def _placed_per_state(ranks: list[np.ndarray], chunks: list[np.ndarray]) -> np.ndarray:
     """A per-state figure (one value a state, chunk by chunk) put in the
     states' new order, `ranks` giving each chunk's states their new places;
     the list is emptied as its chunks are placed."""
-    field = np.empty(sum(rank.size for rank in ranks), chunks[0].dtype)
-    for rank in ranks:
+    field = np.empty((sum(rank.size for rank in ranks), *chunks[0].shape[1:]), chunks[0].dtype)
+    for k, rank in enumerate(ranks):
         field[rank] = chunks.pop(0)
+        _trim_now_and_then(k)
     return field
 
 
@@ -396,7 +416,8 @@ def _placed(ranks: list[np.ndarray], counts: list[np.ndarray], *fields: list[np.
     placed = []
     for chunks in fields:
         field = np.empty(int(ptr[-1]), chunks[0].dtype)
-        for rank in ranks:
+        for k, rank in enumerate(ranks):
             field[segment_positions(ptr, rank)] = chunks.pop(0)  # each chunk let go once placed
+            _trim_now_and_then(k)
         placed.append(field)
     return ptr, placed
