@@ -219,6 +219,15 @@ def test_cli_json_lists_every_start_with_its_figures():
     assert {"starts", "exact", "max_gain", "mean_gain", "max_gain_position"} <= set(summary)
     assert summary["starts"] == len(data["starts"]) == summary["exact"]
     assert summary["max_gain"] == pytest.approx(max(s["gain"] for s in data["starts"]))
+    assert summary["max_width"] == 0.0  # every start exact
+
+
+def test_the_summary_gives_the_widest_bracket():
+    result = CliRunner().invoke(main, ["hidden", *sets(*TINY), "--max-nodes", "30", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    widths = [s["upper"] - s["lower"] for s in data["starts"]]
+    assert max(widths) > 0 and data["summary"]["max_width"] == pytest.approx(max(widths))
 
 
 def test_cli_text_and_bounds_under_a_tight_cap():

@@ -12,8 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from browser import find_chromium, inked_fraction, screenshot
+from rules.charge_spark.config import RuleSet
 from solver.cli import main
-from solver.report.build import PART_LABELS
+from solver.report.build import PART_LABELS, WILD_PART
 
 # A tiny rule set that keeps two bonus cards and a star: every section has
 # something to show, and each of its ~30 solves takes about a second.
@@ -642,21 +643,28 @@ def test_the_hidden_card_section_lists_the_phases_with_the_largest_gains(report)
     assert "section 7 measures what hiding them changes" in unescape(html)
 
 
-def test_a_phase_not_solved_exactly_is_shown_as_labelled_bounds(running_report):
-    from dataclasses import replace
-
+def _one_phase_given_as_bounds(rules):
+    """A hidden section of one phase bracketed by a capped tree, with no wild table (as the printed rules' was)."""
     from solver.hidden.analysis import StartResult, summarise
     from solver.hidden.run import HiddenAnalysis
-    from solver.report.render import render_report
 
-    _, finished, _ = running_report
     bounded = StartResult(
         position="h2 b2 d1 p1 rest=charge / h2 b2 d2 rest=charge", played="move / barrier", holder="P1",
         cards={"ray": 0.5, "trap": 0.5}, open_average=0.5247, lower=0.5425, upper=1.0, horizon=3, nodes=23936,
         exact=False, gain=0.0178, holder_open_loss=0.0086, naive_exploitability=0.0, seconds=17.5,
     )
-    analysis = HiddenAnalysis(finished.rules, 1000, "the 1 most frequent in play from the start", [bounded], [0.0347],
+    analysis = HiddenAnalysis(rules, 1000, "the 1 most frequent in play from the start", [bounded], [0.0347],
                               summarise([bounded], 17.5), 40, 200_000)
+    return analysis
+
+
+def test_a_phase_not_solved_exactly_is_shown_as_labelled_bounds(running_report):
+    from dataclasses import replace
+
+    from solver.report.render import render_report
+
+    _, finished, _ = running_report
+    analysis = _one_phase_given_as_bounds(finished.rules)
     html = unescape(render_report(replace(finished, sections=(*STRENGTH_ONLY, "hidden"), hidden=analysis)))
     section = re.search(r'<section id="hidden">(.*?)</section>', html, re.S).group(1)
     assert "bounds 0.5425 to 1.0000 (H = 3)" in section
@@ -699,3 +707,48 @@ def test_play_is_propagated_over_its_chain_with_no_graph_built(tmp_path, monkeyp
                  "--cache-dir", str(tmp_path))
     assert result.exit_code == 0, result.output
     assert propagated == [1] and built == []
+
+
+def test_the_hidden_section_brackets_the_whole_game_and_each_phase_by_the_wild_games(report):
+    """The wild table is solved as a part of the hidden section (with its cost in
+    "How this report was made"); the whole game's bracket holds the open start's
+    value 1/2 (a symmetric start), and each exact phase value lies within its wild bounds."""
+    html = report[0]
+    section = unescape(re.search(r'<section id="hidden">(.*?)</section>', html, re.S).group(1))
+    lower, upper = map(float, re.search(r'id="hidden-game">.*?between\s+<strong>([\d.]+)</strong> and <strong>([\d.]+)</strong>',
+                                        section, re.S).groups())
+    assert lower <= 0.5 <= upper and lower == pytest.approx(1 - upper, abs=1e-4)
+    rows = re.findall(r"<td>([\d.]+)</td>\n<td>([\d.]+) to ([\d.]+)</td>", section)  # hidden (exact), wild bounds
+    assert rows
+    for hidden, below, above in rows:
+        assert float(below) - 1e-4 <= float(hidden) <= float(above) + 1e-4
+    wild = next(row for row in _made_rows(html) if row[0] == WILD_PART.split(": ", 1)[1])
+    states = int(re.search(r"([0-9,]+) positions solved", html).group(1).replace(",", ""))
+    assert wild[3] == "computed" and int(wild[2].replace(",", "")) > states  # each hand split into seen and unseen
+
+
+def test_a_hidden_section_kept_before_the_wild_bounds_is_made_again_with_them():
+    from solver.report.build import _hidden_from
+
+    rules = RuleSet()
+    kept = {"states": 1, "selection": "all", "starts": [], "max_horizon": 1, "max_nodes": 1,
+            "summary": {"starts": 0, "exact": 0, "exact_horizon": None, "max_gain": 0.0, "max_gain_position": None,
+                        "mean_gain": 0.0, "seconds": 0.0}}
+    with pytest.raises(KeyError):
+        _hidden_from(rules)(kept)  # kept by an earlier version: the cache's reader computes it again
+    assert _hidden_from(rules)({**kept, "game_lower": 0.4, "game_upper": 0.6}).game_upper == 0.6
+    assert _hidden_from(rules)({**kept, "wild_refused": True}).game_lower is None  # refused for memory: kept as it is
+
+
+def test_a_hidden_section_without_the_wild_bounds_says_so(running_report):
+    from dataclasses import replace
+
+    from solver.report.render import render_report
+
+    _, finished, _ = running_report
+    analysis = _one_phase_given_as_bounds(finished.rules)  # no wild table: no game bounds
+    html = unescape(render_report(replace(finished, sections=(*STRENGTH_ONLY, "hidden"), hidden=analysis)))
+    section = re.search(r'<section id="hidden">(.*?)</section>', html, re.S).group(1)
+    assert "Without the wild games' bounds" in section and 'id="hidden-game"' not in section
+    assert "wild bounds" not in section
+    assert "the widest bracket 0.4575 wide" in re.sub(r"\s+", " ", section)

@@ -13,10 +13,10 @@ import pytest
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
-from rules.charge_spark.wild import ReferenceWildGame, WildGame
+from rules.charge_spark.wild import ReferenceWildGame, WildGame, wild_state_of
 from solver.core.graph import reachable_states
 from solver.core.solve import solve_from
-from solver.hidden.wild_table import wild_roots
+from solver.hidden.wild_table import seen_splits, wild_roots
 
 RULE_SETS = {
     # Two kinds, the small rule set of tests/test_wild_game.py.
@@ -122,3 +122,21 @@ def test_a_wild_solve_by_the_compiled_expansion_has_the_readable_ones_values():
     assert np.array_equal(compiled.states, reference.states)
     np.testing.assert_allclose(compiled.values, reference.values, rtol=0, atol=1e-12)
     np.testing.assert_allclose(compiled.p2_guarantee, reference.p2_guarantee, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(RULE_SETS))
+def test_the_roots_by_digits_are_each_positions_seen_and_unseen_splits(name):
+    """`wild_roots` works on the codes' digits (the printed rules have 49 million
+    positions); decoded one position at a time, each split of P1's hand into the
+    cards P2 has seen and those it has not gives the same wild states."""
+    rules = apply_overrides(RuleSet(), list(RULE_SETS[name]))
+    open_game = ChargeSparkGame(rules)
+    open_states = reachable_states(open_game, np.array([open_game.encode(initial_position(rules))], dtype=np.int64))
+    game = WildGame(rules)
+    by_position = {
+        game.encode(wild_state_of(position, seen))
+        for position in map(open_game.decode, open_states.tolist())
+        for seen in seen_splits(position.p1.bonus)
+    }
+    assert wild_roots(game, open_game, open_states).tolist() == sorted(by_position)
+    assert wild_roots(game, open_game, open_states, chunk=7).tolist() == sorted(by_position)

@@ -16,14 +16,15 @@ from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.notation import parse_position
-from rules.charge_spark.state import Position
+from rules.charge_spark.state import Position, initial_position
 from rules.charge_spark.wild import ReferenceWildGame, WildGame, WildState, wild_state_of
 from solver.cli import main
+from solver.core.graph import reachable_states
 from solver.core.solve import solve_from
 from solver.hidden.analysis import solve_start
 from solver.hidden.phase_tree import OpenGame
 from solver.hidden.starts import PhaseStart, phase_starts
-from solver.hidden.wild_table import WildTable, solved_wild_table, wild_bounds
+from solver.hidden.wild_table import WildTable, solved_wild_table, wild_bounds, wild_roots
 from solver.tables import solved_table
 
 SMALL = ("board=S*M", "health=1", "battery_tiles=2", "disc_tiles=2", "bonus_cards=ray,trap")
@@ -318,3 +319,20 @@ def test_a_uniform_draw_of_the_opponents_card_falls_below_the_hidden_value(small
         exact = solve_start(open_game, start).lower
         holder_bound.append(exact - bound / total if holder == 0 else bound / total - exact)
     assert max(holder_bound) > 0.03
+
+
+def test_a_wild_table_that_outgrows_the_limit_is_refused_in_one_line_and_nothing_is_stored(tmp_path):
+    """The wild table is sized like any solve: past `--max-states` (or the memory
+    available) it is refused before it is solved, and no wild table is written."""
+    rules = rules_of(*TINY)
+    open_game = ChargeSparkGame(rules)
+    open_states = reachable_states(open_game, np.array([open_game.encode(initial_position(rules))], dtype=np.int64))
+    roots = wild_roots(WildGame(rules), open_game, open_states)
+    assert roots.size > open_states.size  # the limit below holds the open table, not the wild one
+    args = ["hidden", *[a for o in TINY for a in ("--set", o)], "--cache-dir", str(tmp_path), "--wild",
+            "--max-states", str(open_states.size)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1, result.output
+    assert "the wild table of these rules" in result.output and f"{open_states.size:,}" in result.output
+    assert not (tmp_path / f"{fingerprint(rules)}-wild.npz").exists()

@@ -392,7 +392,8 @@ def default_report_path(rule_set: RuleSet) -> Path:
 @click.option("--efg", "efg_dir", type=click.Path(file_okay=False), default=None,
               help="Write each phase's last tree here as Gambit .efg files (start-K.efg at the lower valuation;"
                    " start-K-upper.efg too where the phase is given as bounds), for other solvers to check.")
-@click.option("--max-states", type=click.IntRange(min=1), default=None, help="Refuse to enumerate more states than this.")
+@click.option("--max-states", type=click.IntRange(min=1), default=None,
+              help="Refuse to enumerate more states than this (in the open game, and in the wild game with --wild).")
 @click.option("--wild", is_flag=True,
               help="Bound both sides of each phase by the wild games (solved, or read from the cache, first):"
                    " each start's wild bounds, and the horizon's leaves at them rather than at 0 or 1.")
@@ -419,12 +420,10 @@ def hidden(
                          warn=warn, workers=usable_cores(), mapped=True)
     wild_table = None
     if wild:
-        from .hidden.wild_table import WILD_UP_TO, solved_wild_table
+        from .hidden.wild_table import solved_wild_table
 
-        if table.result.table_states > WILD_UP_TO:
-            raise click.UsageError(f"--wild solves the wild table of rules of up to {WILD_UP_TO:,} open"
-                                   f" states, not {table.result.table_states:,}")
-        wild_table = solved_wild_table(rule_set, table.result.states, cache_dir, warn=warn)
+        wild_table = solved_wild_table(rule_set, table.result.states, cache_dir, warn=warn, workers=usable_cores(),
+                                       show_progress=sys.stderr.isatty(), max_states=max_states, mapped=True)
     progress = None
     if sys.stderr.isatty() and not as_json:
         def progress(done: int, total: int) -> None:

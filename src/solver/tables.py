@@ -288,12 +288,21 @@ def solved_table(
                 warm=seed, resume_dir=resume,
             )
         meta = {"fingerprint": key, "rules": canonical_mapping(rules)}
-        stored = store_table(path, result, key, meta, warn)
-        if mapped and not _mapped_already(result):
-            # The solve's arrays are let go for a mapping of the file: of the stored table, else of
-            # a copy deleted at once (the mapping keeps it readable until it is dropped).
-            result = (cached_table(path, key, warn, mapped=True) if stored else _mapped_copy(path, result, key, meta)) or result
+        result, stored = kept_in_cache(path, result, key, meta, warn, mapped=mapped)
         return SolvedTable(rules, result, path, reused=False, stored=stored, warm_started=seed is not None)
+
+
+def kept_in_cache(
+    path: Path, result: SolveResult, key: str, meta: dict, warn: Callable[[str], None] | None, *, mapped: bool = False,
+) -> tuple[SolveResult, bool]:
+    """`result` stored at `path` (`store_table`), and whether it was. With
+    `mapped`, the solve's arrays are let go for a mapping of the file: of the
+    stored table, else of a copy deleted at once (the mapping keeps it readable
+    until it is dropped)."""
+    stored = store_table(path, result, key, meta, warn)
+    if mapped and not _mapped_already(result):
+        result = (cached_table(path, key, warn, mapped=True) if stored else _mapped_copy(path, result, key, meta)) or result
+    return result, stored
 
 
 def resume_dir_of(path: Path) -> Path:

@@ -91,6 +91,12 @@ def refuse_if_estimate_too_large(
     )
 
 
+def _root_codes(roots: Iterable[int]) -> np.ndarray:
+    """The roots as codes; an array is taken as it is (a wild table's are tens of
+    millions: as a list of Python ints they would take gigabytes)."""
+    return np.asarray(roots if isinstance(roots, np.ndarray) else list(roots), dtype=np.int64)
+
+
 def solve_from(
     game: StochasticGame,
     roots: Iterable[int],
@@ -135,7 +141,7 @@ def solve_from(
     if estimated_states is not None and boundary is None:
         refuse_if_estimate_too_large(estimated_states, estimated_from, max_states, bytes_per_state(game))
     timings: dict[str, float] = {}
-    roots = np.asarray(list(roots), dtype=np.int64)
+    roots = _root_codes(roots)
     enumerated = _enumerated(game, roots, timings, show_progress, max_states, workers, boundary, bytes_per_state(game))
     if isinstance(enumerated, GameGraph):
         return _solve_graph(enumerated, game, timings, show_progress, warm)
@@ -202,7 +208,7 @@ def solve_start_figures(
     outcome figures are those of the value solve's certified strategies
     (where a side may stall they can include endless play). For the
     further solves of a report, which read a start's figures only."""
-    roots = np.asarray(list(roots), dtype=np.int64)
+    roots = _root_codes(roots)
     if not hasattr(game, "progress_rank"):  # a whole-graph solve: its arrays are small enough to pick from
         result = solve_from(game, roots, show_progress=show_progress, max_states=max_states, warm=warm)
         at = np.array([result.index_of(int(code)) for code in roots], np.int64)

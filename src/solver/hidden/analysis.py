@@ -83,6 +83,8 @@ class Summary:
     mean_gain: float
     max_gain_position: str | None
     seconds: float
+    max_width: float = 0.0
+    """The widest bracket (upper - lower) over the starts; 0 where every one is exact."""
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -250,4 +252,5 @@ def summarise(results: list[StartResult], seconds: float) -> Summary:
         mean_gain=float(np.mean(gains)) if gains else 0.0,
         max_gain_position=(f"{results[top].position} (played {results[top].played})" if top is not None else None),
         seconds=seconds,
+        max_width=max((r.upper - r.lower for r in results), default=0.0),
     )

@@ -33,7 +33,8 @@ def hidden_text(analysis: HiddenAnalysis, header: list[str], shown: int | None) 
     holders = {who: sum(r.holder == who for r in results) for who in ("P1", "P2", "both")}
     exact_line = f"{s.exact:,} of {s.starts:,}" + (f" (by horizon {s.exact_horizon})" if s.exact_horizon is not None else "")
     if s.exact < s.starts:
-        exact_line += f"; {s.starts - s.exact:,} given as bounds (tree over {analysis.max_nodes:,} nodes or horizon {analysis.max_horizon})"
+        exact_line += (f"; {s.starts - s.exact:,} given as bounds (tree over {analysis.max_nodes:,} nodes or horizon"
+                       f" {analysis.max_horizon}), the widest {s.max_width:.4f} wide")
     lines = header + [
         "model        " + textwrap.fill(MODEL, width=110, subsequent_indent=" " * 13),
         f"starts       {s.starts:,} ({analysis.selection}; P1 drew {holders['P1']:,}, P2 drew {holders['P2']:,}, both {holders['both']:,})",

@@ -9,9 +9,10 @@ under its own key, with the same lock and handling of damaged files.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,14 +25,11 @@ from rules.charge_spark.hidden import Known
 from rules.charge_spark.state import Position
 from rules.charge_spark.wild import WildGame, wild_state_of
 
+from ..core.graph import GraphTooLargeError
 from ..core.result import SolveResult
 from ..core.table_file import table_lock, table_path
 from ..storage import default_cache_dir
-from ..tables import cached_table, resume_dir_of, resuming_in, store_table
-
-WILD_UP_TO = 100_000
-"""Open tables up to this many states get a wild table (its turn is compiled, but a
-wild table is not yet sized by the memory it needs)."""
+from ..tables import cached_table, kept_in_cache, resume_dir_of, resuming_in
 
 WILD_KEY_SUFFIX = "-wild"
 """A wild table is stored under its rule set's fingerprint and this suffix."""
@@ -46,14 +44,31 @@ def seen_splits(bonus: tuple[Card, ...]) -> list[tuple[Card, ...]]:
     return sorted({seen for size in range(len(bonus) + 1) for seen in itertools.combinations(sorted(bonus), size)})
 
 
-def wild_roots(game: WildGame, open_game: ChargeSparkGame, open_states: np.ndarray) -> np.ndarray:
-    """P1's wild states of every open position, with each split of P1's hand into seen and unseen."""
-    codes = set()
-    for code in np.asarray(open_states, dtype=np.int64):
-        position = open_game.decode(int(code))
-        for seen in seen_splits(position.p1.bonus):
-            codes.add(game.encode(wild_state_of(position, seen)))
-    return np.array(sorted(codes), dtype=np.int64)
+def wild_roots(game: WildGame, open_game: ChargeSparkGame, open_states: np.ndarray, chunk: int = 1 << 22) -> np.ndarray:
+    """P1's wild states of every open position, with each split of P1's hand into seen and unseen.
+
+    Digit arithmetic over the codes, hand by hand (P1's bonus digits are the
+    low digits of its player code): the printed rules have 49 million open
+    positions, each one decoded would take the best part of an hour."""
+    codec = open_game.codec
+    open_states = np.asarray(open_states, dtype=np.int64)
+    splits = [(hand, [codec.encode_bonus(seen) for seen in seen_splits(codec.decode_bonus(hand))])
+              for hand in range(codec.bonus_space)]
+    found = []
+    for lo in range(0, open_states.size, chunk):
+        codes = open_states[lo:lo + chunk]
+        hands = (codes // codec.players) % codec.bonus_space
+        for hand, seen_codes in splits:
+            with_hand = codes[hands == hand]
+            if with_hand.size == 0:
+                continue
+            held = len(codec.decode_bonus(hand))
+            for seen in seen_codes:
+                stripped = with_hand - (hand - seen) * codec.players  # P1's hand down to the seen cards
+                unseen = held - len(codec.decode_bonus(seen))
+                found.append((stripped * (game.max_unseen + 1) + unseen) * 2)
+        found = [np.unique(np.concatenate(found))] if found else []
+    return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
 
 
 @dataclass(frozen=True)
@@ -91,25 +106,46 @@ def solved_wild_table(
     *,
     force: bool = False,
     warn: Callable[[str], None] | None = None,
+    workers: int = 1,
+    show_progress: bool = False,
+    max_states: int | None = None,
+    mapped: bool = False,
 ) -> WildTable:
     """The wild table of `rules` from the cache, else solved from the wild states of
     `open_states` (the open table's states: the table is keyed by the rules alone,
-    so pass the states of the table solved from the start) and stored."""
+    so pass the states of the table solved from the start) and stored.
+
+    Sized by memory like any solve: its roots alone (a lower bound on its
+    states) are checked before anything is enumerated, and enumeration stops
+    with `GraphTooLargeError` past what fits (or past `max_states`). `mapped`:
+    the table memory-mapped rather than read into memory (a bound reads a few
+    states of it; the printed rules' is about 100 million)."""
     key = wild_key(rules)
     path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
     with table_lock(path):
-        result = None if force else cached_table(path, key, warn)
+        result = None if force else cached_table(path, key, warn, mapped=mapped)
         if result is not None:
             return WildTable(rules, result, path, reused=True)
         from ..core.solve import solve_from  # the compiled kernels load only when a solve is needed
 
         game = WildGame(rules)
         roots = wild_roots(game, ChargeSparkGame(rules), open_states)
-        with resuming_in(resume_dir_of(path)) as resume:
-            result = solve_from(game, roots, show_progress=False, resume_dir=resume)
+        with resuming_in(resume_dir_of(path)) as resume, _named_the_wild_table():
+            result = solve_from(game, roots, show_progress=show_progress, resume_dir=resume, workers=workers,
+                                max_states=max_states, estimated_states=roots.size,
+                                estimated_from="in their wild game (its roots: each open position, P1's hand split into seen and unseen)")
         meta = {"fingerprint": fingerprint(rules), "rules": canonical_mapping(rules), "game": "wild game for P1"}
-        stored = store_table(path, result, key, meta, warn)
+        result, stored = kept_in_cache(path, result, key, meta, warn, mapped=mapped)
         return WildTable(rules, result, path, reused=False, stored=stored)
+
+
+@contextlib.contextmanager
+def _named_the_wild_table() -> Iterator[None]:
+    """A refusal by size says it is the wild table's: `hidden --wild` solves the open table first."""
+    try:
+        yield
+    except GraphTooLargeError as error:
+        raise type(error)(f"the wild table of these rules: {error}") from None
 
 
 def wild_bounds(table: WildTable, decode: Callable[[int], Position]) -> Callable[[int, Known], tuple[float, float]]:

@@ -44,11 +44,13 @@ from ..analysis.stalls import (
 )
 from ..analysis.usage import CardUsage, choices_to_follow, usage_from_play
 from ..core.chain import TurnByTurn, turn_by_turn
+from ..core.graph import GraphTooLargeError
 from ..core.play import FollowedPlay, Play, follow_play
 from ..core.resources import available_memory, layered_bytes_per_state, states_that_fit, usable_cores
 from ..core.result import StateAnswer
 from ..core.solve import ESTIMATE_MARGIN, EstimatedTooLargeError, approximate_count, byte_size
 from ..hidden.run import HiddenAnalysis, hidden_analysis
+from ..hidden.wild_table import WildTable, solved_wild_table
 from ..storage import default_cache_dir
 from ..summary import LENGTH_TURNS, StartSummary, summarise_from
 from ..tables import SolvedTable, solved_table
@@ -79,6 +81,8 @@ PART_LABELS = {
     "further solves": "further solves",
 }
 """How "How this report was made" names each part."""
+WILD_PART = "hidden: the wild game's table (P1's, which serves both seats)"
+"""The wild table's part, within the hidden section's."""
 UNIFORM = "uniform random legal card"
 GREEDY = "strongest affordable attack, else Charge"
 
@@ -171,6 +175,10 @@ def build_report(
         parts.computed += 1
         progressed()
 
+    if "hidden" in sections and not _hidden_kept(rules, parts.results):
+        # A full-size solve of its own: had before play is followed, since at the printed rules the two would
+        # not fit in a laptop's memory side by side.
+        parts.wild()
     known.headline = parts.cached("headline", parts.headline, _headline_entry, _headline_from, play=True)
     progressed()
     if "usage" in sections:
@@ -184,8 +192,8 @@ def build_report(
                                        entries.positions_from, play=True)
         progressed()
     if "hidden" in sections:
-        known.hidden = parts.cached("hidden", parts.hidden, HiddenAnalysis.as_json,
-                                    lambda entry: HiddenAnalysis.from_json(rules, entry), play=True)
+        known.hidden = parts.cached("hidden", parts.hidden, lambda h: {**h.as_json(), "wild_refused": parts.wild_refused},
+                                    _hidden_from(rules), play=True)
         progressed()
     # The skill gap's solves need the table, not the chain of play (gigabytes at the printed rules):
     # held, it left them less memory than a solve of the rules' size needs, and they were refused.
@@ -341,6 +349,8 @@ class _Parts:
         self._table: SolvedTable | None = None
         self._followed: FollowedPlay | None = None
         self._turns: TurnByTurn | None = None
+        self._wild: WildTable | None = None
+        self.wild_refused = False  # the wild table would not fit in memory
         self.computed = 0  # parts computed in this run (not read from the cache)
 
     def timed(self, name: str, compute: Callable, states: Callable[[object], int | None] = lambda value: None):
@@ -458,7 +468,7 @@ class _Parts:
         return None if name == "skill" else self._table.result.num_states
 
     def let_go(self) -> None:
-        self._table = None
+        self._table = self._wild = None
         self.let_go_of_play()
 
     def let_go_of_play(self) -> None:
@@ -488,8 +498,31 @@ class _Parts:
         return [(format_position(self.game.decode(a.code), self.rules), a) for a in annotated]
 
     def hidden(self) -> HiddenAnalysis:
-        """Every hidden phase of a small table; the most frequent in play of a large one (with bounds where they outgrow the cap)."""
-        return hidden_analysis(self.rules, self.table.result, play=(self.play, self.visits))
+        """Every hidden phase of a small table; the most frequent in play of a large one (with bounds where they
+        outgrow the cap), both sides of each bracket and the whole game's from the wild table."""
+        return hidden_analysis(self.rules, self.table.result, play=(self.play, self.visits), wild=self.wild())
+
+    def wild(self) -> WildTable | None:
+        """The rules' wild table, solved or read from the tables cache (None where it would not fit in
+        memory: the hidden section then goes without the wild bounds, and says so)."""
+        if self._wild is None and not self.wild_refused:
+            result = self.table.result
+            try:
+                self._wild = self.timed(WILD_PART, lambda: solved_wild_table(
+                    self.rules, result.states, self.cache_dir, warn=self.log, workers=usable_cores(),
+                    show_progress=self.show_progress, max_states=states_that_fit(layered_bytes_per_state()), mapped=True,
+                ), lambda wild: wild.result.num_states)
+            except GraphTooLargeError as error:
+                self.log(f"the hidden section goes without the wild bounds: {error}")
+                self.wild_refused = True
+                return None
+            kept = self.results.get(f"report:{WILD_PART}")
+            if not self._wild.reused or kept is None:
+                self.results.put_all({f"report:{WILD_PART}": {"seconds": self.seconds[WILD_PART],
+                                                              "states": self._wild.result.num_states}})
+            else:  # solved by an earlier run: its cost then, not this run's reading
+                self._made(WILD_PART, kept["seconds"], kept["states"], TABLE_CACHED)
+        return self._wild
 
     def cards(self) -> list[str]:
         """P1's cards legal somewhere in the table: one restricted game each."""
@@ -540,6 +573,26 @@ def _headline_entry(headline) -> dict:
 def _headline_from(entry: dict):
     return (entries.summary_from_entry(entry["summary"]), entries.answer_from(entry["start"]), entry["states"],
             entry["exploitability"], entries.stalls_from(entry["stalls"]))
+
+
+def _hidden_kept(rules: RuleSet, results: ResultsCache) -> bool:
+    """Whether the results cache holds the hidden section as this version makes it."""
+    entry = results.get("report:hidden")
+    try:
+        return entry is not None and _hidden_from(rules)(entry["data"]) is not None
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def _hidden_from(rules: RuleSet) -> Callable[[dict], HiddenAnalysis]:
+    """The hidden section kept in the results cache; KeyError for one kept before
+    the wild bounds (computed again, now with them)."""
+    def from_entry(entry: dict) -> HiddenAnalysis:
+        if entry.get("game_lower") is None and not entry.get("wild_refused"):
+            raise KeyError("game_lower")
+        return HiddenAnalysis.from_json(rules, entry)
+
+    return from_entry
 
 
 def _values_entry(values: list[RestrictedValue]) -> list[dict]:
