@@ -25,7 +25,7 @@ from rules.charge_spark.hidden import Known
 from rules.charge_spark.state import Position
 from rules.charge_spark.wild import WildGame, wild_state_of
 
-from ..core.graph import GraphTooLargeError
+from ..core.graph import GraphTooLargeError, distinct_sorted, merged_distinct
 from ..core.result import SolveResult
 from ..core.table_file import table_lock, table_path
 from ..storage import default_cache_dir
@@ -54,9 +54,10 @@ def wild_roots(game: WildGame, open_game: ChargeSparkGame, open_states: np.ndarr
     open_states = np.asarray(open_states, dtype=np.int64)
     splits = [(hand, [codec.encode_bonus(seen) for seen in seen_splits(codec.decode_bonus(hand))])
               for hand in range(codec.bonus_space)]
-    found = []
+    chunks = []
     for lo in range(0, open_states.size, chunk):
         codes = open_states[lo:lo + chunk]
+        found = []
         hands = (codes // codec.players) % codec.bonus_space
         for hand, seen_codes in splits:
             with_hand = codes[hands == hand]
@@ -67,8 +68,8 @@ def wild_roots(game: WildGame, open_game: ChargeSparkGame, open_states: np.ndarr
                 stripped = with_hand - (hand - seen) * codec.players  # P1's hand down to the seen cards
                 unseen = held - len(codec.decode_bonus(seen))
                 found.append((stripped * (game.max_unseen + 1) + unseen) * 2)
-        found = [np.unique(np.concatenate(found))] if found else []
-    return np.unique(np.concatenate(found)) if found else np.empty(0, np.int64)
+        chunks.append(distinct_sorted(np.concatenate(found)) if found else np.empty(0, np.int64))
+    return merged_distinct(chunks)
 
 
 @dataclass(frozen=True)
