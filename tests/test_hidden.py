@@ -376,3 +376,26 @@ def test_seat_swapped_starts_read_off_their_twins_equal_those_solved(monkeypatch
         assert (a.position, a.played, a.holder, a.cards, a.horizon, a.exact) == (b.position, b.played, b.holder, b.cards, b.horizon, b.exact)
         for figure in ("open_average", "lower", "upper", "gain", "holder_open_loss", "naive_exploitability"):
             assert getattr(a, figure) == pytest.approx(getattr(b, figure), abs=1e-9), figure
+
+
+def test_how_often_phases_start_is_read_off_plays_chain_with_no_graph_of_play(monkeypatch, tmp_path):
+    """`play_and_visits` follows play to its chain alone (the printed rules' graph
+    of play passed 8 GB) and gives the visits the graph's chain gives."""
+    import solver.hidden.frequency as frequency
+    from graph_lifetime import watch_play_graphs
+    from rules.charge_spark.state import initial_position
+    from solver.core.chain import expected_visits, play_chain
+    from solver.core.play import play_from
+
+    rules = apply_overrides(RuleSet(), list(TINY))
+    table = solved_table(rules, tmp_path).result
+    game = ChargeSparkGame(rules)
+    start = game.encode(initial_position(rules))
+    by_graph = play_from(game, table, start)
+    ones = np.ones(by_graph.states.size)
+    expected = expected_visits(play_chain(by_graph.graph, ones, ones), by_graph.start, frequency.MAX_TURNS)
+    built, ran = watch_play_graphs(monkeypatch, frequency, "expected_visits")
+    play, visits = frequency.play_and_visits(OpenGame(game, table), start)
+    assert built == [] and ran == [1]
+    np.testing.assert_array_equal(play.states, by_graph.states)
+    np.testing.assert_allclose(visits, expected, rtol=0, atol=1e-12)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.chain import expected_visits, play_chain
+from ..core.chain import expected_visits
 from ..core.graph import segment_positions
-from ..core.play import Play, play_from
+from ..core.play import Play, follow_play
 from .phase_tree import OpenGame
 from .starts import PhaseStart, drawing_turns, start_of_turn
 
@@ -17,10 +17,12 @@ MAX_TURNS = 200
 
 
 def play_and_visits(open_game: OpenGame, start: int) -> tuple[Play, np.ndarray]:
-    """Play under the table's strategies from the position coded `start`, and each state's expected visits per game."""
-    play = play_from(open_game.game, open_game.table, start)
-    ones = np.ones(play.states.size)
-    return play, expected_visits(play_chain(play.graph, ones, ones), play.start, MAX_TURNS)
+    """Play under the table's strategies from the position coded `start`, and each state's expected visits per game.
+
+    Followed to its chain alone (`follow_play`), as the report follows it: with
+    play's graph built, the printed rules' passed 8 GB here."""
+    followed = follow_play(open_game.game, open_game.table, start, keep_choices=False)
+    return followed.play, expected_visits(followed.chain, followed.play.start, MAX_TURNS)
 
 
 def start_frequencies(
