@@ -52,8 +52,9 @@ def wild_roots(game: WildGame, open_game: ChargeSparkGame, open_states: np.ndarr
     positions, each one decoded would take the best part of an hour."""
     codec = open_game.codec
     open_states = np.asarray(open_states, dtype=np.int64)
-    splits = [(hand, [codec.encode_bonus(seen) for seen in seen_splits(codec.decode_bonus(hand))])
-              for hand in range(codec.bonus_space)]
+    # Per hand held: each seen split's code and how many cards stay unseen.
+    splits = [(hand, [(codec.encode_bonus(seen), len(held) - len(seen)) for seen in seen_splits(held)])
+              for hand, held in ((hand, codec.decode_bonus(hand)) for hand in range(codec.bonus_space))]
     chunks = []
     for lo in range(0, open_states.size, chunk):
         codes = open_states[lo:lo + chunk]
@@ -63,10 +64,8 @@ def wild_roots(game: WildGame, open_game: ChargeSparkGame, open_states: np.ndarr
             with_hand = codes[hands == hand]
             if with_hand.size == 0:
                 continue
-            held = len(codec.decode_bonus(hand))
-            for seen in seen_codes:
+            for seen, unseen in seen_codes:
                 stripped = with_hand - (hand - seen) * codec.players  # P1's hand down to the seen cards
-                unseen = held - len(codec.decode_bonus(seen))
                 found.append((stripped * (game.max_unseen + 1) + unseen) * 2)
         chunks.append(distinct_sorted(np.concatenate(found)) if found else np.empty(0, np.int64))
     return merged_distinct(chunks)
