@@ -100,6 +100,26 @@ def test_roots_that_are_not_their_own_twins_are_not_folded():
     assert any(layer.twin_of is not None for layer in both)
 
 
+def test_many_roots_ranked_a_piece_at_a_time_give_the_same_layers(monkeypatch):
+    # A wild table's roots are every open position: they are ranked in pieces, never all at once.
+    import solver.core.layered as layered
+
+    rules = apply_overrides(RuleSet(), VARIANTS["a-star-and-a-ray"])
+    game = ChargeSparkGame(rules)
+    roots = reachable_states(game, [game.encode(initial_position(rules))])[::5]
+    at_once = enumerate_by_rank(game, roots)
+    ranked: list[int] = []
+    rank_of = game.progress_rank
+    monkeypatch.setattr(game, "progress_rank", lambda codes: ranked.append(len(codes)) or rank_of(codes))
+    monkeypatch.setattr(layered, "_SEED_PIECE", 97)
+    in_pieces = enumerate_by_rank(game, roots)
+    assert max(ranked) <= max(97, *(layer.states.size for layer in in_pieces))  # the roots: 97 at a time
+    assert ranked[: -(-roots.size // 97)] == [97] * (roots.size // 97) + ([roots.size % 97] if roots.size % 97 else [])
+    assert [(layer.rank, layer.twin_of) for layer in in_pieces] == [(layer.rank, layer.twin_of) for layer in at_once]
+    for a, b in zip(in_pieces, at_once):
+        np.testing.assert_array_equal(a.states, b.states)
+
+
 def test_values_agree_with_the_whole_graph_solve(solved_both_ways):
     _, root, _, layered, whole = solved_both_ways
     np.testing.assert_allclose(layered.middle, whole.values, atol=1e-9)

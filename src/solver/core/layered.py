@@ -109,7 +109,11 @@ def enumerate_by_rank(
     roots = distinct_sorted(np.asarray(roots, np.int64))
     fold = folds_by_seat(game) and np.array_equal(distinct_sorted(game.swap(roots)), roots)
     pending: dict[int, list[np.ndarray]] = {}
-    _add_seeds(pending, roots, game.progress_rank(roots))
+    # Ranked a piece at a time: ranking decodes every field of a code, and a
+    # game's roots may be tens of millions (a wild table's are every open position).
+    for lo in range(0, roots.size, _SEED_PIECE):
+        piece = roots[lo : lo + _SEED_PIECE]
+        _add_seeds(pending, piece, game.progress_rank(piece))
     layers: list[Layer] = []
     found = 0
     reached: list[np.ndarray] = []  # states of the boundary that play reaches
@@ -217,6 +221,7 @@ def _closure_in_rank(
 
 
 _MIN_SHARE = 4096  # states: below this a job costs more to send than to expand
+_SEED_PIECE = 1 << 21  # roots ranked at once
 _ENUMERATED_GAME: Any = None  # the game being enumerated, inherited by the forked workers
 _ENUMERATED_BOUNDARY: Boundary | None = None  # and its boundary
 
