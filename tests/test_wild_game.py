@@ -5,6 +5,8 @@ hidden value of every phase of rule sets where `hidden` is exact."""
 from __future__ import annotations
 
 import json
+import shutil
+import zipfile
 from collections import Counter
 from dataclasses import replace
 
@@ -21,10 +23,12 @@ from rules.charge_spark.wild import ReferenceWildGame, WildGame, WildState, wild
 from solver.cli import main
 from solver.core.graph import reachable_states
 from solver.core.solve import solve_from
+from solver.core.table_file import save_table, table_path
 from solver.hidden.analysis import solve_start
 from solver.hidden.phase_tree import OpenGame
 from solver.hidden.starts import PhaseStart, phase_starts
-from solver.hidden.wild_table import WildTable, solved_wild_table, wild_bounds, wild_roots
+from solver.hidden.wild_table import WildTable, solved_wild_table, wild_bounds, wild_bounds_path, wild_key, wild_roots
+from solver.storage import TABLE_FORMAT
 from solver.tables import solved_table
 
 SMALL = ("board=S*M", "health=1", "battery_tiles=2", "disc_tiles=2", "bonus_cards=ray,trap")
@@ -118,7 +122,7 @@ def test_a_draw_nothing_held_can_change_is_dealt_at_once():
 def test_no_move_lowers_the_progress_rank_and_chances_sum_to_one(tiny):
     _, wild = tiny
     game = wild.game
-    states = np.asarray(wild.result.states)
+    states = np.asarray(wild.bounds.states)
     e = game.expand(states)
     ranks = game.progress_rank(states)
     cells = np.repeat(np.arange(states.size), e.row_count * e.col_count)
@@ -132,7 +136,7 @@ def test_no_move_lowers_the_progress_rank_and_chances_sum_to_one(tiny):
 def test_the_compiled_turns_agree_with_resolve_turn(tiny):
     _, wild = tiny
     game = wild.game
-    for code in np.asarray(wild.result.states)[::3]:
+    for code in np.asarray(wild.bounds.states)[::3]:
         state = game.decode(int(code))
         if state.pending:
             continue
@@ -150,8 +154,47 @@ def test_the_wild_table_is_stored_and_reused(tiny, tmp_path):
     open_game, wild = tiny
     again = solved_wild_table(wild.rules, open_game.table.states, wild.path.parent)
     assert again.reused and not wild.reused
-    assert np.array_equal(again.result.values, wild.result.values)
-    assert wild.result.max_exploitability <= TOL
+    assert np.array_equal(again.bounds.guarantee, wild.bounds.guarantee)
+    assert wild.bounds.max_exploitability <= TOL
+
+
+def test_only_the_bounds_are_stored_a_state_and_its_guarantee(tiny):
+    _, wild = tiny
+    assert wild.path == wild_bounds_path(wild.path.parent, wild.rules) and wild.stored
+    with zipfile.ZipFile(wild.path) as archive:
+        assert sorted(archive.namelist()) == ["header.npy", "p2_guarantee.npy", "states.npy"]
+    assert wild.path.stat().st_size < 20 * wild.num_states + 100_000
+    assert not (wild.path.parent / f"{wild_key(wild.rules)}.npz").exists()  # the whole table is not kept
+
+
+def test_a_damaged_bounds_file_is_moved_aside_and_the_table_solved_again(tiny, tmp_path):
+    open_game, wild = tiny
+    path = wild_bounds_path(tmp_path, wild.rules)
+    shutil.copy(wild.path, path)
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF  # inside the guarantees
+    path.write_bytes(bytes(raw))
+    warnings: list[str] = []
+    again = solved_wild_table(wild.rules, open_game.table.states, tmp_path, warn=warnings.append)
+    assert not again.reused and again.stored
+    assert len(warnings) == 1 and path.name in warnings[0] and "moved aside" in warnings[0]
+    assert list(tmp_path.glob(f"{path.name}.damaged-*"))
+    assert np.array_equal(again.bounds.guarantee, wild.bounds.guarantee)
+
+
+def test_a_whole_wild_table_stored_by_an_earlier_version_is_kept_as_its_bounds(tiny, tmp_path):
+    open_game, wild = tiny
+    key = wild_key(wild.rules)
+    result = solve_from(WildGame(wild.rules), wild_roots(WildGame(wild.rules), open_game.game, open_game.table.states),
+                        show_progress=False)
+    whole = table_path(tmp_path, key)
+    save_table(whole, result, key, {}, fmt=TABLE_FORMAT)
+    warnings: list[str] = []
+    kept = solved_wild_table(wild.rules, open_game.table.states, tmp_path, warn=warnings.append)
+    assert kept.reused and kept.stored and not whole.exists()
+    assert kept.path.exists() and whole.name in warnings[0]
+    assert np.array_equal(kept.bounds.states, wild.bounds.states)
+    assert np.array_equal(kept.bounds.guarantee, result.p2_guarantee)
 
 
 def test_shown_cards_are_worth_at_least_their_open_value_and_exactly_that_with_nothing_left_to_draw(small):
@@ -274,7 +317,7 @@ def test_hidden_command_with_wild_bounds(tmp_path):
     assert answer["game_lower"] == pytest.approx(1.0 - answer["game_upper"], abs=TOL)
     for start in starts:
         assert start["relaxed_lower"] - TOL <= start["lower"] <= start["upper"] <= start["relaxed_upper"] + TOL
-    assert (tmp_path / f"{fingerprint(rules_of(*TINY))}-wild.npz").exists()
+    assert wild_bounds_path(tmp_path, rules_of(*TINY)).exists()
 
 
 # --- an unsound relaxation on the real game, as a test double -------------------------------
@@ -335,4 +378,4 @@ def test_a_wild_table_that_outgrows_the_limit_is_refused_in_one_line_and_nothing
     assert result.exit_code != 0
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1, result.output
     assert "the wild table of these rules" in result.output and f"{open_states.size:,}" in result.output
-    assert not (tmp_path / f"{fingerprint(rules)}-wild.npz").exists()
+    assert not list(tmp_path.glob(f"{fingerprint(rules)}-wild*.npz"))

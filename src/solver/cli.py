@@ -423,7 +423,7 @@ def hidden(
         from .hidden.wild_table import solved_wild_table
 
         wild_table = solved_wild_table(rule_set, table.result.states, cache_dir, warn=warn, workers=usable_cores(),
-                                       show_progress=sys.stderr.isatty(), max_states=max_states, mapped=True)
+                                       show_progress=sys.stderr.isatty(), max_states=max_states)
     progress = None
     if sys.stderr.isatty() and not as_json:
         def progress(done: int, total: int) -> None:

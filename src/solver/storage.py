@@ -27,6 +27,13 @@ TABLE_FORMAT = TableFormat(
 )
 
 
+GUARANTEE_FORMAT = TableFormat(
+    name="charge-spark guarantees",  # one side's certified guarantees of a solved table alone (a wild table's)
+    version=1,
+    written_by=package_version(),
+)
+
+
 def default_cache_dir() -> Path:
     """$CHARGE_SPARK_CACHE, else $XDG_CACHE_HOME/charge-spark/tables, else ~/.cache/charge-spark/tables."""
     if os.environ.get(CACHE_ENV):

@@ -112,9 +112,26 @@ def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = No
     The arrays are streamed into the file a chunk at a time, with their block
     digests, and the header goes last: a result whose arrays are memory-mapped
     (a large solve) is written without ever being held in memory whole."""
+    header = {
+        "terminal_outcomes": [o.to_json() for o in result.terminal_outcomes],
+        "action_labels": list(result.action_labels),
+        "unending_payoff": result.unending_payoff,
+        "bellman_residual": result.bellman_residual,
+        "method": result.method,
+        "timings": result.timings,
+        "whole": _whole_figures(result),
+    }
+    write_arrays(path, {name: getattr(result, name) for name in ARRAY_FIELDS}, header, key, meta, fmt=fmt)
+
+
+def write_arrays(
+    path: Path, arrays: dict[str, np.ndarray], header: dict, key: str, meta: dict | None = None, *, fmt: TableFormat,
+) -> None:
+    """`arrays` (`states` among them: sorted codes) and `header` written to `path`
+    as a table file (`save_table`), atomically; the format, key, layout and
+    block digests are added to the header."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    arrays = {name: getattr(result, name) for name in ARRAY_FIELDS}
     with replaced_atomically(path) as tmp, open(tmp, "wb") as f:
         with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
             blocks = {name: _write_array(archive, name, a) for name, a in arrays.items()}
@@ -124,15 +141,9 @@ def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = No
                 "written_by": fmt.written_by,
                 "key": key,
                 "meta": meta or {},
-                "terminal_outcomes": [o.to_json() for o in result.terminal_outcomes],
-                "action_labels": list(result.action_labels),
-                "unending_payoff": result.unending_payoff,
-                "bellman_residual": result.bellman_residual,
-                "method": result.method,
-                "timings": result.timings,
+                **header,
                 "arrays": {name: array_layout(a) for name, a in arrays.items()},
                 "blocks": blocks,
-                "whole": _whole_figures(result),
             }
             first_codes = block_first_codes(arrays["states"])
             if first_codes is not None:

@@ -41,7 +41,8 @@ _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip member's local file header
 class TableReader:
     """Read-only, verified access to a stored table's arrays, a few elements at a time."""
 
-    def __init__(self, path: Path, key: str, fmt: TableFormat) -> None:
+    def __init__(self, path: Path, key: str, fmt: TableFormat, fields: tuple[str, ...] = ARRAY_FIELDS) -> None:
+        """`fields`: the arrays the file holds (a solved table's, by default)."""
         self.path = Path(path)
         self._verified: dict[str, set[int]] = {}
         try:
@@ -52,7 +53,7 @@ class TableReader:
                 with archive.open("header.npy") as f:
                     raw = np.lib.format.read_array(f, allow_pickle=False).tobytes()
             self.header = checked_header(self.path, raw, key, fmt)
-            self._arrays = {name: self._map(members, name) for name in ARRAY_FIELDS}
+            self._arrays = {name: self._map(members, name) for name in fields}
         except (DamagedTableError, FileNotFoundError):
             raise
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, UnicodeDecodeError, struct.error) as error:
@@ -151,6 +152,21 @@ class TableReader:
         they may use, the pages staying reclaimable file cache: each block let
         go once read (verifying the printed rules' table read all 12 GB of it
         into this process's resident pages)."""
+        arrays = self.verified_arrays()
+        problem = array_inconsistency(arrays)
+        if problem:
+            raise DamagedTableError(f"{self.path}: inconsistent arrays ({problem})")
+        # The states are searched (binary search over the whole array) for every lookup; a
+        # mapped array sits at an unaligned offset in the zip, where numpy would copy all of
+        # it for each search: they are held in memory instead (8 bytes a state).
+        states = np.array(arrays["states"])
+        for a in arrays.values():  # the checks above read the offsets and the states
+            release_pages(a)
+        return result_from(self.path, {**arrays, "states": states}, self.header)
+
+    def verified_arrays(self) -> dict[str, np.ndarray]:
+        """Every array memory-mapped, each block verified now (once for a reader
+        kept open), the pages let go behind the check."""
         for name, a in self._arrays.items():
             raw = a.reshape(-1).view(np.uint8) if a.size else np.empty(0, np.uint8)
             digests = self.header["blocks"].get(name, [])
@@ -160,16 +176,8 @@ class TableReader:
             ):
                 raise DamagedTableError(f"{self.path}: checksum mismatch in {name} (the file was changed or damaged)")
             self._verified[name] = set(range(len(digests)))
-        problem = array_inconsistency(self._arrays)
-        if problem:
-            raise DamagedTableError(f"{self.path}: inconsistent arrays ({problem})")
-        # The states are searched (binary search over the whole array) for every lookup; a
-        # mapped array sits at an unaligned offset in the zip, where numpy would copy all of
-        # it for each search: they are held in memory instead (8 bytes a state).
-        states = np.array(self._arrays["states"])
-        for a in self._arrays.values():  # the checks above read the offsets and the states
             release_pages(a)
-        return result_from(self.path, {**self._arrays, "states": states}, self.header)
+        return dict(self._arrays)
 
     def index_of(self, code: int) -> int:
         """Index of the state `code`; KeyError if the table does not hold it."""

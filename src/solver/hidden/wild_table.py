@@ -3,8 +3,9 @@ upper bound on its hidden value at every position of the open table, with any
 of P1's bonus cards in hand unseen; P2's bound is read off the seat-swapped
 position (the rules are symmetric, so one table serves both seats).
 
-Solved by the same engine as the open game and stored in the same cache,
-under its own key, with the same lock and handling of damaged files.
+Solved by the same engine as the open game and kept in the same cache, with
+the same lock and handling of damaged files; of its solve only the bounds are
+stored (`core.guarantee_file`), a twelfth of the whole table.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,13 +28,15 @@ from rules.charge_spark.state import Position
 from rules.charge_spark.wild import WildGame, wild_state_of
 
 from ..core.graph import GraphTooLargeError, distinct_sorted, merged_distinct
-from ..core.result import SolveResult
-from ..core.table_file import table_lock, table_path
-from ..storage import default_cache_dir
-from ..tables import cached_table, kept_in_cache, resume_dir_of, resuming_in
+from ..core.guarantee_file import GuaranteeTable, guarantee_bytes, guarantees_of, load_guarantees, save_guarantees
+from ..core.table_file import DamagedTableError, quarantine, table_lock, table_path
+from ..storage import GUARANTEE_FORMAT, default_cache_dir
+from ..tables import cached_table, resume_dir_of, resuming_in, room_to_store
 
 WILD_KEY_SUFFIX = "-wild"
-"""A wild table is stored under its rule set's fingerprint and this suffix."""
+"""A wild table is keyed by its rule set's fingerprint and this suffix."""
+BOUNDS_SUFFIX = ".bounds"
+"""Its bounds are stored under its key and this (an earlier version stored the whole table under the key alone)."""
 
 
 def wild_key(rules: RuleSet) -> str:
@@ -73,22 +77,28 @@ def wild_roots(game: WildGame, open_game: ChargeSparkGame, open_states: np.ndarr
 
 @dataclass(frozen=True)
 class WildTable:
-    """A solved wild game, read by position and seat."""
+    """A solved wild game's bounds, read by position and seat: per wild state, what P2's
+    certified wild strategy holds P1 to (the rest of the solve is not kept)."""
 
     rules: RuleSet
-    result: SolveResult
+    bounds: GuaranteeTable
     path: Path
     reused: bool
     stored: bool = True
+    seconds: float | None = None  # the solve's, where it was solved now
 
     @functools.cached_property
     def game(self) -> WildGame:
         return WildGame(self.rules)
 
+    @property
+    def num_states(self) -> int:
+        return self.bounds.num_states
+
     def p1_bound(self, position: Position, seen: tuple[Card, ...]) -> float:
         """Upper bound on P1's value at `position`, P2 having seen `seen` of P1's bonus cards in hand:
         what P2's certified wild strategy holds P1 to (the value, up to the certificate's rounding)."""
-        return float(self.result.p2_guarantee[self.result.index_of(self.game.encode(wild_state_of(position, seen)))])
+        return self.bounds.guarantee_at(self.game.encode(wild_state_of(position, seen)))
 
     def p2_bound(self, position: Position, seen: tuple[Card, ...]) -> float:
         """Lower bound on P1's value at `position`, P1 having seen `seen` of P2's bonus cards in hand."""
@@ -97,6 +107,11 @@ class WildTable:
     def bound(self, holder: int, position: Position, seen: tuple[Card, ...]) -> float:
         """`holder`'s bound on P1's value: upper for P1 (0), lower for P2 (1)."""
         return self.p1_bound(position, seen) if holder == 0 else self.p2_bound(position, seen)
+
+
+def wild_bounds_path(cache_dir: Path | str | None, rules: RuleSet) -> Path:
+    """Where the wild table's bounds of `rules` are stored."""
+    return table_path(Path(cache_dir) if cache_dir else default_cache_dir(), wild_key(rules) + BOUNDS_SUFFIX)
 
 
 def solved_wild_table(
@@ -109,34 +124,84 @@ def solved_wild_table(
     workers: int = 1,
     show_progress: bool = False,
     max_states: int | None = None,
-    mapped: bool = False,
 ) -> WildTable:
-    """The wild table of `rules` from the cache, else solved from the wild states of
+    """The wild table's bounds of `rules` from the cache, else solved from the wild states of
     `open_states` (the open table's states: the table is keyed by the rules alone,
     so pass the states of the table solved from the start) and stored.
 
     Sized by memory like any solve: its roots alone (a lower bound on its
     states) are checked before anything is enumerated, and enumeration stops
-    with `GraphTooLargeError` past what fits (or past `max_states`). `mapped`:
-    the table memory-mapped rather than read into memory (a bound reads a few
-    states of it; the printed rules' is about 100 million)."""
+    with `GraphTooLargeError` past what fits (or past `max_states`). Only the
+    bounds are stored (16 bytes a state; the printed rules' table has about 77
+    million states), read memory-mapped."""
+    path = wild_bounds_path(cache_dir, rules)
     key = wild_key(rules)
-    path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
     with table_lock(path):
-        result = None if force else cached_table(path, key, warn, mapped=mapped)
-        if result is not None:
-            return WildTable(rules, result, path, reused=True)
+        bounds = None if force else _stored_bounds(path, key, warn)
+        if bounds is not None:
+            return WildTable(rules, bounds, path, reused=True)
         from ..core.solve import solve_from  # the compiled kernels load only when a solve is needed
 
+        clock = time.perf_counter()
         game = WildGame(rules)
         roots = wild_roots(game, ChargeSparkGame(rules), open_states)
         with resuming_in(resume_dir_of(path)) as resume, _named_the_wild_table():
             result = solve_from(game, roots, show_progress=show_progress, resume_dir=resume, workers=workers,
                                 max_states=max_states, estimated_states=roots.size,
                                 estimated_from="in their wild game (its roots: each open position, P1's hand split into seen and unseen)")
-        meta = {"fingerprint": fingerprint(rules), "rules": canonical_mapping(rules), "game": "wild game for P1"}
-        result, stored = kept_in_cache(path, result, key, meta, warn, mapped=mapped)
-        return WildTable(rules, result, path, reused=False, stored=stored)
+        del roots
+        seconds = time.perf_counter() - clock
+        bounds = guarantees_of(result, "p2_guarantee")
+        del result
+        stored = _store_bounds(path, bounds, key, rules, warn)
+        if stored:  # the solve's arrays let go for the file's mapping
+            bounds = load_guarantees(path, key, fmt=GUARANTEE_FORMAT)
+        return WildTable(rules, bounds, path, reused=False, stored=stored, seconds=seconds)
+
+
+def _stored_bounds(path: Path, key: str, warn: Callable[[str], None] | None) -> GuaranteeTable | None:
+    """The bounds stored at `path`, else those of a whole wild table an earlier version stored (kept
+    as bounds, the whole table removed); None if there are neither. A damaged file is moved aside."""
+    try:
+        return load_guarantees(path, key, fmt=GUARANTEE_FORMAT)
+    except FileNotFoundError:
+        pass
+    except DamagedTableError as error:
+        moved = quarantine(path)
+        if warn is not None:
+            warn(f"{error}; moved aside to {moved.name}, recomputing")
+    whole = table_path(path.parent, key)
+    result = cached_table(whole, key, warn, mapped=True)
+    if result is None:
+        return None
+    bounds = guarantees_of(result, "p2_guarantee")
+    try:
+        save_guarantees(path, bounds, key, {"from": whole.name}, fmt=GUARANTEE_FORMAT)
+    except OSError as error:
+        if warn is not None:
+            warn(f"could not store the wild table's bounds {path.name}: {error}; read from {whole.name}")
+        return bounds
+    del bounds, result
+    whole.unlink(missing_ok=True)
+    if warn is not None:
+        warn(f"the wild table {whole.name}, stored whole by an earlier version, is kept as its bounds ({path.name})")
+    return load_guarantees(path, key, fmt=GUARANTEE_FORMAT)
+
+
+def _store_bounds(path: Path, bounds: GuaranteeTable, key: str, rules: RuleSet, warn: Callable[[str], None] | None) -> bool:
+    """Store `bounds` unless the disk lacks room (`tables.room_to_store`)."""
+    say = warn or (lambda message: None)
+    size = guarantee_bytes(bounds)
+    if not room_to_store(path.parent, size):
+        say(f"not storing the wild table's bounds {path.name} ({size / 1e9:.1f} GB): the disk lacks room")
+        return False
+    meta = {"fingerprint": fingerprint(rules), "rules": canonical_mapping(rules), "game": "wild game for P1"}
+    try:
+        save_guarantees(path, bounds, key, meta, fmt=GUARANTEE_FORMAT)
+    except OSError as error:
+        say(f"could not store the wild table's bounds {path.name}: {error}")
+        return False
+    return True
 
 
 @contextlib.contextmanager

@@ -510,8 +510,8 @@ class _Parts:
             try:
                 self._wild = self.timed(WILD_PART, lambda: solved_wild_table(
                     self.rules, result.states, self.cache_dir, warn=self.log, workers=usable_cores(),
-                    show_progress=self.show_progress, max_states=states_that_fit(layered_bytes_per_state()), mapped=True,
-                ), lambda wild: wild.result.num_states)
+                    show_progress=self.show_progress, max_states=states_that_fit(layered_bytes_per_state()),
+                ), lambda wild: wild.num_states)
             except GraphTooLargeError as error:
                 self.log(f"the hidden section goes without the wild bounds: {error}")
                 self.wild_refused = True
@@ -519,7 +519,7 @@ class _Parts:
             kept = self.results.get(f"report:{WILD_PART}")
             if not self._wild.reused or kept is None:
                 self.results.put_all({f"report:{WILD_PART}": {"seconds": self.seconds[WILD_PART],
-                                                              "states": self._wild.result.num_states}})
+                                                              "states": self._wild.num_states}})
             else:  # solved by an earlier run: its cost then, not this run's reading
                 self._made(WILD_PART, kept["seconds"], kept["states"], TABLE_CACHED)
         return self._wild
