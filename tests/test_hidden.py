@@ -378,6 +378,33 @@ def test_seat_swapped_starts_read_off_their_twins_equal_those_solved(monkeypatch
             assert getattr(a, figure) == pytest.approx(getattr(b, figure), abs=1e-9), figure
 
 
+def test_forgetting_kept_turns_between_phases_changes_no_figure(monkeypatch):
+    """What `OpenGame` keeps of turns is let go between phases past a bound (the
+    printed rules' eight phases kept 2.7 GB): every figure is the same with all
+    of it forgotten after each phase, and the kept entries stay within the bound."""
+    import solver.hidden.phase_tree as phase_tree
+    import solver.hidden.run as run
+
+    rules = rules_of(*TINY)
+    table = solved_table(rules, None).result
+    monkeypatch.setattr(run, "strategies_mirror", lambda open_game: False)  # every start solved
+    kept = hidden_analysis(rules, table)
+    sizes: list[int] = []
+    trim = phase_tree.OpenGame.trim
+
+    def forget_all(self, most=phase_tree.KEPT_TURNS):
+        trim(self, 0)
+        sizes.append(len(self._expansions) + len(self._seen) + len(self._values) + self.decode.cache_info().currsize)
+
+    monkeypatch.setattr(phase_tree.OpenGame, "trim", forget_all)
+    forgotten = hidden_analysis(rules, table)
+    assert sizes == [0] * (len(kept.results) + 1)  # before the first phase, and after each
+    for a, b in zip(kept.results, forgotten.results):
+        assert (a.position, a.horizon, a.exact) == (b.position, b.horizon, b.exact)
+        for figure in ("open_average", "lower", "upper", "gain", "holder_open_loss", "naive_exploitability"):
+            assert getattr(a, figure) == getattr(b, figure), figure
+
+
 def test_how_often_phases_start_is_read_off_plays_chain_with_no_graph_of_play(monkeypatch, tmp_path):
     """`play_and_visits` follows play to its chain alone (the printed rules' graph
     of play passed 8 GB) and gives the visits the graph's chain gives."""

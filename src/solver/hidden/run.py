@@ -116,6 +116,7 @@ def hidden_analysis(
         frequency = [times for _, times in chosen]
         selection = f"the {frequent} most frequent in play from the start"
     bounds = None if wild is None else wild_bounds(wild, open_game.decode)
+    open_game.trim()  # the table's pages read in following play go before the first phase
     began = time.perf_counter()
     # A one-sided start and its seat-swapped twin have mirrored figures: the second is read off the first.
     mirror = on_tree is None and frequent is None and strategies_mirror(open_game)
@@ -137,6 +138,9 @@ def hidden_analysis(
             solved[frozenset(phase_start.outcomes)] = k
             if on_tree is not None:
                 on_tree(k, result, tree)
+        open_game.trim()
+        if wild is not None:
+            wild.release_pages()
         if progress is not None:
             progress(k + 1, len(starts))
     game_bounds: tuple[float | None, float | None] = (None, None)

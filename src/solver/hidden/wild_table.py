@@ -29,12 +29,15 @@ from rules.charge_spark.wild import WildGame, wild_state_of
 
 from ..core.graph import GraphTooLargeError, distinct_sorted, merged_distinct
 from ..core.guarantee_file import GuaranteeTable, guarantee_bytes, guarantees_of, load_guarantees, save_guarantees
+from ..core.shared_arrays import release_pages
 from ..core.table_file import DamagedTableError, quarantine, table_lock, table_path
 from ..storage import GUARANTEE_FORMAT, default_cache_dir
 from ..tables import cached_table, resume_dir_of, resuming_in, room_to_store
 
 WILD_KEY_SUFFIX = "-wild"
 """A wild table is keyed by its rule set's fingerprint and this suffix."""
+KEPT_BOUNDS = 1 << 20
+"""Bounds read that `wild_bounds` keeps at most (a phase's leaves recur across its horizons)."""
 BOUNDS_SUFFIX = ".bounds"
 """Its bounds are stored under its key and this (an earlier version stored the whole table under the key alone)."""
 
@@ -94,6 +97,10 @@ class WildTable:
     @property
     def num_states(self) -> int:
         return self.bounds.num_states
+
+    def release_pages(self) -> None:
+        """Let go the pages of the stored bounds read so far (read again from the file when needed)."""
+        release_pages(self.bounds.guarantee)
 
     def p1_bound(self, position: Position, seen: tuple[Card, ...]) -> float:
         """Upper bound on P1's value at `position`, P2 having seen `seen` of P1's bonus cards in hand:
@@ -222,6 +229,8 @@ def wild_bounds(table: WildTable, decode: Callable[[int], Position]) -> Callable
         key = (code, known)
         pair = found.get(key)
         if pair is None:
+            if len(found) >= KEPT_BOUNDS:  # kept for the phases' recurring leaves, not for ever
+                found.clear()
             position = decode(code)
             pair = found[key] = (table.p2_bound(position, known[1]), table.p1_bound(position, known[0]))
         return pair
