@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from browser import find_chromium, inked_fraction, screenshot
-from rules.charge_spark.config import RuleSet
+from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from solver.cli import main
 from solver.report.build import PART_LABELS, WILD_PART
 
@@ -627,6 +627,36 @@ def test_how_the_report_was_made_lists_every_part_with_its_cost(report, tmp_path
         assert row[3] in ("read from the cache", "solved, its table read from the cache"), row
         if row[0] in parts and not row[0].startswith("the rules' table") and row[0] != "further solves":
             assert row[1] == parts[row[0]][1], (row, parts[row[0]])
+
+
+def test_a_table_and_a_wild_table_read_from_the_cache_show_what_their_solves_took(report, tmp_path):
+    """A run that opens the stored tables (to compute some part again) lists each
+    with the time its solve took, as every part read from the cache, not its
+    reading; and a wild table solved ahead of play counts within the hidden part."""
+    from solver.analysis.results_cache import ResultsCache
+    from solver.report.build import _Parts
+    from solver.report.made import CACHED, TABLE_CACHED
+
+    html, _, cache, _ = report
+    first = {row[0]: row for row in _made_rows(html)}
+    wild_label = WILD_PART.split(": ", 1)[1]
+    hidden_time, wild_time = first[PART_LABELS["hidden"]][1], first[wild_label][1]
+    assert _seconds(hidden_time) >= _seconds(wild_time)  # the wild table is inside the hidden part's time
+    rules = apply_overrides(RuleSet(), [*SMALL[1::2], f"name={HOSTILE_NAME}"])
+    results = ResultsCache(cache, fingerprint(rules))
+    parts = _Parts(rules, cache, results, False, lambda message: None)
+    parts.wild()
+    table, wild = parts.made["table"], parts.made[WILD_PART]
+    assert (table.source, wild.source) == (CACHED, TABLE_CACHED)
+    assert table.seconds == results.get("report:table")["seconds"]
+    assert wild.seconds == results.get(f"report:{WILD_PART}")["seconds"]
+
+
+def _seconds(shown: str) -> float:
+    """A wall time as `made.duration` shows it, in seconds."""
+    numbers = [float(n) for n in re.findall(r"[\d.]+", shown)]
+    units = re.findall(r"h|min|s", shown)
+    return sum(n * {"h": 3600, "min": 60, "s": 1}[u] for n, u in zip(numbers, units))
 
 
 def test_the_hidden_card_section_lists_the_phases_with_the_largest_gains(report):
