@@ -42,6 +42,8 @@ def start_frequencies(
         # subtractions a chunk at the printed rules, the most of this pass.
         row_at = np.concatenate(([0], np.cumsum(table.row_ptr[index + 1] - table.row_ptr[index])))
         col_at = np.concatenate(([0], np.cumsum(table.col_ptr[index + 1] - table.col_ptr[index])))
+        if at // chunk % RELEASE_EVERY == RELEASE_EVERY - 1:
+            table.release_mapped_pages()  # the strategies read so far: 4.8 GB of a stored table's pages by the end
         for state, (row, col), cards, outcomes in drawing_turns(open_game, codes):
             # The table lists each seat's legal cards in the order the expansion does.
             weight = visits[at + state] * row_w[row_at[state] + row] * col_w[col_at[state] + col]
@@ -49,7 +51,12 @@ def start_frequencies(
                 continue
             times, code, played = found.get(outcomes, (0.0, int(codes[state]), cards))
             found[outcomes] = (times + float(weight), code, played)
+    table.release_mapped_pages()
     return found
+
+
+RELEASE_EVERY = 16
+"""Chunks of play read between two lettings-go of the stored table's pages in `start_frequencies`."""
 
 
 def frequent_starts(
