@@ -367,16 +367,25 @@ def room_to_store(directory: Path, size: int) -> bool:
 
 def store_table(path: Path, result: SolveResult, key: str, meta: dict, warn: Callable[[str], None] | None) -> bool:
     """Store the table unless the disk lacks room; a failed write leaves any stored table as it was."""
+    # atomic: a temporary file renamed over the old one
+    return stored_if_room(path, table_bytes(result), lambda: save_table(path, result, key, meta, fmt=TABLE_FORMAT),
+                          warn)
+
+
+def stored_if_room(
+    path: Path, size: int, save: Callable[[], None], warn: Callable[[str], None] | None, what: str = "the table",
+) -> bool:
+    """`save()` the file of about `size` bytes at `path` unless the disk lacks room
+    (`room_to_store`), each refusal or failed write said through `warn` in one line."""
     say = warn or (lambda message: None)
-    size = table_bytes(result)
     if not room_to_store(path.parent, size):
         free = shutil.disk_usage(path.parent).free
-        say(f"not storing the table {path.name} ({size / 1e9:.1f} GB): the disk would keep {(free - size) / 1e9:.1f}"
+        say(f"not storing {what} {path.name} ({size / 1e9:.1f} GB): the disk would keep {(free - size) / 1e9:.1f}"
             f" GB free, under twice its size plus {DISK_RESERVE_BYTES / 1e9:.0f} GB")
         return False
     try:
-        save_table(path, result, key, meta, fmt=TABLE_FORMAT)  # atomic: a temporary file renamed over the old one
+        save()
     except OSError as error:
-        say(f"could not store the table {path.name}: {error}")
+        say(f"could not store {what} {path.name}: {error}")
         return False
     return True

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ from ..core.guarantee_file import GuaranteeTable, guarantee_bytes, guarantees_of
 from ..core.shared_arrays import release_pages
 from ..core.table_file import DamagedTableError, quarantine, table_lock, table_path
 from ..storage import GUARANTEE_FORMAT, default_cache_dir
-from ..tables import cached_table, resume_dir_of, resuming_in, room_to_store
+from ..tables import cached_table, resume_dir_of, resuming_in, stored_if_room
 
 WILD_KEY_SUFFIX = "-wild"
 """A wild table is keyed by its rule set's fingerprint and this suffix."""
@@ -88,7 +87,6 @@ class WildTable:
     path: Path
     reused: bool
     stored: bool = True
-    seconds: float | None = None  # the solve's, where it was solved now
 
     @functools.cached_property
     def game(self) -> WildGame:
@@ -149,7 +147,6 @@ def solved_wild_table(
             return WildTable(rules, bounds, path, reused=True)
         from ..core.solve import solve_from  # the compiled kernels load only when a solve is needed
 
-        clock = time.perf_counter()
         game = WildGame(rules)
         roots = wild_roots(game, ChargeSparkGame(rules), open_states)
         with resuming_in(resume_dir_of(path)) as resume, _named_the_wild_table():
@@ -157,13 +154,12 @@ def solved_wild_table(
                                 max_states=max_states, estimated_states=roots.size,
                                 estimated_from="in their wild game (its roots: each open position, P1's hand split into seen and unseen)")
         del roots
-        seconds = time.perf_counter() - clock
         bounds = guarantees_of(result, "p2_guarantee")
         del result
         stored = _store_bounds(path, bounds, key, rules, warn)
         if stored:  # the solve's arrays let go for the file's mapping
             bounds = load_guarantees(path, key, fmt=GUARANTEE_FORMAT)
-        return WildTable(rules, bounds, path, reused=False, stored=stored, seconds=seconds)
+        return WildTable(rules, bounds, path, reused=False, stored=stored)
 
 
 def _stored_bounds(path: Path, key: str, warn: Callable[[str], None] | None) -> GuaranteeTable | None:
@@ -182,13 +178,11 @@ def _stored_bounds(path: Path, key: str, warn: Callable[[str], None] | None) -> 
     if result is None:
         return None
     bounds = guarantees_of(result, "p2_guarantee")
-    try:
-        save_guarantees(path, bounds, key, {"from": whole.name}, fmt=GUARANTEE_FORMAT)
-    except OSError as error:
-        if warn is not None:
-            warn(f"could not store the wild table's bounds {path.name}: {error}; read from {whole.name}")
-        return bounds
-    del bounds, result
+    if not stored_if_room(path, guarantee_bytes(bounds),
+                          lambda: save_guarantees(path, bounds, key, {"from": whole.name}, fmt=GUARANTEE_FORMAT), warn,
+                          "the wild table's bounds"):
+        return bounds  # read from the whole table this time
+    del result  # its mapping; the bounds are read back from their own file below
     whole.unlink(missing_ok=True)
     if warn is not None:
         warn(f"the wild table {whole.name}, stored whole by an earlier version, is kept as its bounds ({path.name})")
@@ -196,19 +190,11 @@ def _stored_bounds(path: Path, key: str, warn: Callable[[str], None] | None) -> 
 
 
 def _store_bounds(path: Path, bounds: GuaranteeTable, key: str, rules: RuleSet, warn: Callable[[str], None] | None) -> bool:
-    """Store `bounds` unless the disk lacks room (`tables.room_to_store`)."""
-    say = warn or (lambda message: None)
-    size = guarantee_bytes(bounds)
-    if not room_to_store(path.parent, size):
-        say(f"not storing the wild table's bounds {path.name} ({size / 1e9:.1f} GB): the disk lacks room")
-        return False
+    """Store `bounds` unless the disk lacks room (`tables.stored_if_room`)."""
     meta = {"fingerprint": fingerprint(rules), "rules": canonical_mapping(rules), "game": "wild game for P1"}
-    try:
-        save_guarantees(path, bounds, key, meta, fmt=GUARANTEE_FORMAT)
-    except OSError as error:
-        say(f"could not store the wild table's bounds {path.name}: {error}")
-        return False
-    return True
+    return stored_if_room(path, guarantee_bytes(bounds),
+                          lambda: save_guarantees(path, bounds, key, meta, fmt=GUARANTEE_FORMAT), warn,
+                          "the wild table's bounds")
 
 
 @contextlib.contextmanager
