@@ -218,3 +218,128 @@ def test_a_memory_mapped_result_is_written_as_it_is_in_memory(saved, tmp_path):
     loaded = load_table(other, key, fmt=TABLE_FORMAT)
     for name in ARRAY_FIELDS:
         np.testing.assert_array_equal(getattr(loaded, name), in_memory[name])
+
+
+# --- the cache lock: held by a live solve only, and a wait that says so ----------------------------
+
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+
+def python(script: str, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))}
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+
+
+def lock_is_free(path) -> bool:
+    import fcntl
+
+    lock = path.with_name(f".{path.name}.lock")
+    if not lock.exists():
+        return True
+    with open(lock, "rb") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+    return True
+
+
+def gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except FileNotFoundError:
+        return True
+
+
+def wait_until(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def test_a_child_forked_under_the_lock_neither_holds_it_nor_outlives_its_parent(tmp_path):
+    path = tmp_path / "x.npz"
+    holder = python(f"""
+        import os, time
+        from solver.core.table_file import table_lock
+        with table_lock({str(path)!r}):
+            child = os.fork()
+            if child == 0:
+                time.sleep(120)
+                os._exit(0)
+            print(child, flush=True)
+            time.sleep(120)
+    """)
+    child = int(holder.stdout.readline())
+    assert not lock_is_free(path)
+    holder.kill()  # kill -9: nothing of the parent runs
+    holder.wait()
+    assert wait_until(lambda: gone(child), 10), "the forked child outlived its parent"
+    assert lock_is_free(path)
+
+
+def test_a_waiting_solve_says_once_who_holds_the_lock(tmp_path):
+    from solver.core.table_file import table_lock
+
+    path = tmp_path / "x.npz"
+    said: list[str] = []
+    with table_lock(path):
+        waiter = python(f"""
+            from solver.core.table_file import table_lock
+            with table_lock({str(path)!r}):
+                print("got it", flush=True)
+        """)
+        time.sleep(3)
+        assert waiter.poll() is None  # waits
+    out, err = waiter.communicate(timeout=30)
+    assert out == "got it\n"
+    assert err.count("\n") == 1 and f"waiting for process {os.getpid()}, which holds the lock" in err, err
+    with table_lock(path, said.append):
+        pass
+    assert said == []
+
+
+def test_a_lock_held_in_the_name_of_a_dead_process_is_taken_over(tmp_path):
+    import fcntl
+
+    from solver.core.table_file import table_lock
+
+    path = tmp_path / "x.npz"
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    lock = path.with_name(f".{path.name}.lock")
+    lock.write_text(f"{dead.pid} {os.uname().nodename}\n")
+    with open(lock, "rb") as orphan:  # as an orphaned worker of an older version held it
+        fcntl.flock(orphan, fcntl.LOCK_EX)
+        said: list[str] = []
+        started = time.monotonic()
+        with table_lock(path, said.append):
+            assert lock.read_text().split()[0] == str(os.getpid())
+        assert time.monotonic() - started < 15
+    assert len(said) == 2 and f"process {dead.pid}" in said[0] and "taking it over" in said[1], said
+
+
+def test_kill_9_during_a_solve_takes_its_workers_with_it_and_frees_the_lock(private_table_cache):
+    import psutil
+
+    rules = apply_overrides(RuleSet(), ["board=S*M", "health=2"])
+    path = table_path(private_table_cache, fingerprint(rules))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))}
+    solve = subprocess.Popen([sys.executable, "-m", "solver.cli", "solve", "--set", "board=S*M", "--set", "health=2"],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        me = psutil.Process(solve.pid)
+        # The layered solve's workers, forked once enumeration is done (the lock is held from the start).
+        workers = wait_until(lambda: len(me.children()) >= 2, 120) and me.children()
+        assert workers, "the solve started no workers"
+        assert not lock_is_free(path)
+    finally:
+        solve.kill()
+        solve.wait()
+    assert wait_until(lambda: all(gone(worker.pid) for worker in workers), 10), "workers outlived the solve"
+    assert lock_is_free(path)

@@ -367,3 +367,78 @@ def test_following_play_is_planned_at_its_measured_memory(monkeypatch):
     per_state = solver.core.resources.FOLLOW_PLAY_BYTES_PER_STATE
     monkeypatch.setattr(solver.core.resources, "available_memory", lambda: 1000 * per_state)
     assert solver.cli.follow_play_fits(900) and not solver.cli.follow_play_fits(901)
+
+
+# --- bugs are one line; outputs are written, never replaced; a stopped report says so ----------------
+
+
+def test_a_bug_is_one_line_naming_the_command_and_exit_one(monkeypatch):
+    import errno
+
+    import solver.cli
+
+    for error in (ZeroDivisionError("boom\nsecond line"), OSError(errno.EBADF, "Bad file descriptor")):
+        def broken(rules, error=error):
+            raise error
+
+        monkeypatch.setattr(solver.cli, "rules_to_toml", broken)
+        result = run("rules")
+        assert result.exit_code == 1, result.output
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+        assert result.stderr.startswith(f"charge-spark: internal error: rules: {type(error).__name__}: ")
+        assert result.stderr.endswith("; run with --debug for the traceback\n")
+        debug = run("--debug", "rules")
+        assert debug.exit_code == 1 and "Traceback" in debug.stderr
+        assert debug.stderr.splitlines()[-1].startswith("charge-spark: internal error: rules: ")
+
+
+def test_output_paths_that_are_not_regular_files_are_written_through_not_replaced(tmp_path):
+    import os
+    import stat
+    import threading
+
+    done = run("export-nfg", "start", *SMALL, "-o", "/dev/null")
+    assert done.exit_code == 0, done.output
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    read: list[bytes] = []
+    reader = threading.Thread(target=lambda: read.append(fifo.read_bytes()))
+    reader.start()
+    done = run("export-nfg", "start", *SMALL, "-o", str(fifo))
+    reader.join(timeout=60)
+    assert done.exit_code == 0, done.output
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and read[0].startswith(b"NFG 1 R")
+    target = tmp_path / "kept" / "start.nfg"
+    target.parent.mkdir()
+    target.write_text("old")
+    link = tmp_path / "link.nfg"
+    link.symlink_to(target)
+    done = run("export-nfg", "start", *SMALL, "-o", str(link))
+    assert done.exit_code == 0, done.output
+    assert link.is_symlink() and target.read_text().startswith("NFG 1 R")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", "link.nfg", "out.fifo"]
+
+
+@pytest.mark.parametrize("stop", ["failed", "interrupted"])
+def test_the_partial_page_of_a_stopped_report_says_so_at_its_top(tmp_path, monkeypatch, stop):
+    import solver.report.build
+    import solver.report.render
+
+    def build_then_stop(*args, on_partial, **kwargs):
+        on_partial(object())
+        if stop == "failed":
+            raise ZeroDivisionError("the solve broke")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(solver.report.build, "build_report", build_then_stop)
+    monkeypatch.setattr(solver.report.render, "render_report",
+                        lambda report: "<!DOCTYPE html>\n<html>\n<body>\n<h1>Charge &amp; Spark</h1>\n</body></html>\n")
+    out = tmp_path / "r.html"
+    result = run("report", *SMALL, "--out", str(out))
+    assert result.exit_code == (1 if stop == "failed" else 130), result.output
+    page = (tmp_path / "r.partial.html").read_text()
+    top = page.split("<h1>")[0]
+    assert 'id="stopped"' in top and "Incomplete: the report run" in top
+    assert ("failed: the solve broke" if stop == "failed" else "was interrupted") in top
+    assert not out.exists()

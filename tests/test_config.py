@@ -145,17 +145,17 @@ BAD_FIELDS = [
     ({"board": "SMM"}, ["board:", "character 2 'M'"]),
     ({"board": "S.*."}, ["board:", "last character 4 '.'", "'M'"]),
     ({"board": 5}, ["board:", "string"]),
-    ({"health": 0}, ["health: must be an integer >= 1, got 0"]),
+    ({"health": 0}, ["health: must be an integer from 1 to 1000, got 0"]),
     ({"health": True}, ["health:", "got True"]),
     ({"health": "4"}, ["health:", "got '4'"]),
     ({"health": 4.0}, ["health:", "got 4.0"]),
-    ({"battery_tiles": -1}, ["battery_tiles:", ">= 0"]),
-    ({"disc_tiles": -1}, ["disc_tiles:", ">= 0"]),
+    ({"battery_tiles": -1}, ["battery_tiles:", "from 0 to 1000"]),
+    ({"disc_tiles": -1}, ["disc_tiles:", "from 0 to 1000"]),
     ({"start_battery": 5}, ["start_battery:", "battery_tiles (4)", "got 5"]),
     ({"start_battery": -1}, ["start_battery:"]),
     ({"start_disc": 1, "disc_tiles": 0}, ["start_disc:", "disc_tiles (0)"]),
-    ({"counter_reflect": -1}, ["counter_reflect:", ">= 0"]),
-    ({"barrier_reduce": -2}, ["barrier_reduce:", ">= 0"]),
+    ({"counter_reflect": -1}, ["counter_reflect:", "from 0 to 1000"]),
+    ({"barrier_reduce": -2}, ["barrier_reduce:", "from 0 to 1000"]),
     ({"barrier_reduce": False}, ["barrier_reduce:", "got False"]),
     ({"recovery": "disc"}, ["recovery:", "'battery+disc', 'battery'", "got 'disc'"]),
     ({"clash": "weaker"}, ["clash:", "'stronger', 'difference'"]),
@@ -165,10 +165,10 @@ BAD_FIELDS = [
     ({"bonus_cards": (Card.SPARK,)}, ["bonus_cards:", "spark is a base card"]),
     ({"bonus_cards": (Card.RAY,) * 9}, ["bonus_cards:", "at most 8"]),
     ({"bonus_cards": ("ray",)}, ["bonus_cards:", "'ray'"]),
-    ({"costs": costs_with(lightning=(-1, 0))}, ["cost.lightning.battery:", ">= 0", "got -1"]),
+    ({"costs": costs_with(lightning=(-1, 0))}, ["cost.lightning.battery:", "from 0 to 1000", "got -1"]),
     ({"costs": costs_with(counter=(0, "2"))}, ["cost.counter.disc:", "got '2'"]),
     ({"costs": DEFAULT.costs[:3]}, ["cost:", "per card"]),
-    ({"damage": damage_with(spark=-1)}, ["damage.spark:", ">= 0"]),
+    ({"damage": damage_with(spark=-1)}, ["damage.spark:", "from 0 to 1000"]),
     ({"damage": damage_with(charge=1)}, ["damage.charge:", "only attack cards"]),
     ({"costs": costs_with(charge=(1, 0), move=(0, 1))},
      ["cost:", "at least two of charge, barrier and move must be free", "charge costs 1 battery",
@@ -202,7 +202,7 @@ def test_rules_error_is_a_value_error() -> None:
 # (TOML text, substrings of the message: file name, line, key, why)
 BAD_FILES = [
     ("health = 4\n\nhealth = 0\n", ["line 3", "invalid TOML"]),  # a duplicate key is a syntax error
-    ('name = "x"\nhealth = 0\n', ["rules.toml line 2: health: must be an integer >= 1, got 0"]),
+    ('name = "x"\nhealth = 0\n', ["rules.toml line 2: health: must be an integer from 1 to 1000, got 0"]),
     ('health = "four"\n', ["line 1", "health:", "got 'four'"]),
     ("x = [\n", ["line 1", "invalid TOML"]),
     ("health = = 3\n", ["line 1", "invalid TOML"]),
@@ -254,7 +254,7 @@ def test_missing_or_unreadable_file(tmp_path) -> None:
 
 
 def test_mapping_errors_name_the_source() -> None:
-    with pytest.raises(RulesError, match=r"^designer: health: must be an integer >= 1, got 0$"):
+    with pytest.raises(RulesError, match=r"^designer: health: must be an integer from 1 to 1000, got 0$"):
         rules_from_mapping({"health": 0}, source="designer")
     with pytest.raises(RulesError, match=r"^rules: zap: unknown key"):
         rules_from_mapping({"zap": 1})
@@ -271,7 +271,7 @@ BAD_OVERRIDES = [
     (["cost.spark.gold=1"], ["--set cost.spark.gold=1: cost.spark.gold: unknown tile kind"]),
     (["cost.spark.battery.x=1"], ["cost.spark.battery.x: unknown key"]),
     (["damage.move=1"], ["--set damage.move=1: damage.move: unknown attack card"]),
-    (["health=0"], ["--set health=0: health: must be an integer >= 1, got 0"]),
+    (["health=0"], ["--set health=0: health: must be an integer from 1 to 1000, got 0"]),
     (["health=four"], ["--set health=four: health:", "got 'four'"]),
     (["health=true"], ["health:", "got True"]),
     (["board=S.xM"], ["--set board=S.xM: board: character 3 'x'"]),
@@ -417,3 +417,80 @@ def test_a_sub_key_after_its_table_was_replaced_by_a_value_is_an_error():
     # Found by the fuzz test: `--set cost=` then `--set cost.lightning.battery=3`.
     with pytest.raises(RulesError, match="cost: must be a table"):
         apply_overrides(RuleSet(), ["cost=", "cost.lightning.battery=3"])
+
+
+# --- hostile input: numbers past any game, nesting past any parser, files that are no files -------
+
+OUT_OF_RANGE = {
+    "a 23-digit health": ("health=99999999999999999999999", "health: must be an integer from 1 to 1000"),
+    "a 20-digit cost": ("cost.lightning.battery=99999999999999999999",
+                        "cost.lightning.battery: must be an integer from 0 to 1000"),
+    "a damage past the cap": ("damage.spark=1001", "damage.spark: must be an integer from 0 to 1000"),
+    "tiles past the cap": ("battery_tiles=4000", "battery_tiles: must be an integer from 0 to 1000"),
+    "a 5,000-digit health": ("health=" + "9" * 5000, "health: a number too long"),
+}
+
+
+@pytest.mark.parametrize("override, expected", OUT_OF_RANGE.values(), ids=OUT_OF_RANGE.keys())
+def test_a_number_out_of_range_is_refused_in_one_short_line_naming_key_and_range(override, expected) -> None:
+    with pytest.raises(RulesError) as info:
+        apply_overrides(RuleSet(), [override])
+    message = str(info.value)
+    assert expected in message and "\n" not in message and len(message) < 300, message
+
+
+def test_the_largest_allowed_numbers_still_make_a_rule_set() -> None:
+    rules = apply_overrides(RuleSet(), ["health=1000", "battery_tiles=1000", "cost.lightning.battery=1000"])
+    assert (rules.health, rules.battery_tiles, rules.cost(Card.LIGHTNING)) == (1000, 1000, (1000, 0))
+
+
+HOSTILE_FILES = {
+    "a 23-digit health": ("health = 99999999999999999999999\n", "line 1: health: must be an integer from 1 to 1000"),
+    "a 20-digit cost": ("[cost.lightning]\nbattery = 99999999999999999999\n",
+                        "line 2: cost.lightning.battery: must be an integer from 0 to 1000"),
+    "a 5,000-digit number": ("health = " + "9" * 5000 + "\n", "invalid TOML: a number too long"),
+    "arrays 3,000 deep": ("a = " + "[" * 3000 + "]" * 3000 + "\n", "invalid TOML: tables or arrays nested too deeply"),
+    "inline tables 3,000 deep": ("health = " + "{a=" * 3000 + "1" + "}" * 3000 + "\n",
+                                 "invalid TOML: tables or arrays nested too deeply"),
+    "a table header 3,000 deep": ("[" + ".".join(["health"] * 3000) + "]\n", "health: must be an integer"),
+}
+
+
+@pytest.mark.parametrize("text, expected", HOSTILE_FILES.values(), ids=HOSTILE_FILES.keys())
+def test_a_hostile_rules_file_is_one_short_line_naming_the_file(text, expected, tmp_path) -> None:
+    path = tmp_path / "hostile.toml"
+    path.write_text(text)
+    with pytest.raises(RulesError) as info:
+        load_rules(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}") and expected in message, message
+    assert "\n" not in message and len(message) < 400 + len(str(path)), message
+
+
+def test_a_byte_order_mark_is_no_part_of_the_rules(tmp_path) -> None:
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + b'board = "S*M"\nhealth = 2\n')
+    assert load_rules(path) == apply_overrides(RuleSet(), ["board=S*M", "health=2"])
+
+
+def test_only_a_regular_file_is_read_as_rules_and_a_fifo_never_blocks(tmp_path) -> None:
+    import os
+    import signal
+
+    fifo = tmp_path / "rules.fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.toml"
+    link.symlink_to(fifo)
+    previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("reading a FIFO as rules blocked"))
+    signal.alarm(10)
+    try:
+        for path in (fifo, link, "/dev/zero"):
+            with pytest.raises(RulesError, match="cannot read rules file: not a regular file"):
+                load_rules(path)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    big = tmp_path / "big.toml"
+    big.write_text("# " + "x" * (2 << 20) + "\n")
+    with pytest.raises(RulesError, match="more than a rules file's"):
+        load_rules(big)

@@ -13,7 +13,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 import numpy as np
@@ -39,7 +39,7 @@ from .core.outcome import Outcome, Seat, win_probability
 from .core.resources import FOLLOW_PLAY_BYTES_PER_STATE, states_that_fit, usable_cores
 from .core.result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
 from .core.table_file import table_path
-from .storage import CACHE_ENV, default_cache_dir
+from .storage import CACHE_ENV, check_cache_dir, default_cache_dir
 from .sweep import SweepError
 from .tables import resume_dir_of, solved_table, stored_part
 from .user_errors import USER_ERRORS, printable
@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # imported where used: scipy's solvers are no part of the oth
 
 
 CERTIFICATE_BOUND = 1e-9
-_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM}
+_ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM, errno.ENOTDIR, errno.EISDIR}
 
 
 class ChargeSparkCLI(click.Group):
@@ -65,7 +65,7 @@ class ChargeSparkCLI(click.Group):
             ctx.exit(2)
         except OSError as error:
             if error.errno not in _ENVIRONMENT_ERRNOS:
-                raise
+                _report_internal_error(ctx, error)
             # The machine, not the input: a full disk, a read-only or forbidden directory.
             where = f" ({error.filename})" if error.filename else ""
             click.echo(
@@ -78,17 +78,30 @@ class ChargeSparkCLI(click.Group):
             hint = f" (see '{error.ctx.command_path} --help')" if error.ctx else ""
             click.echo(f"charge-spark: error: {printable(error.format_message())}{hint}", err=True)
             ctx.exit(2)
+        except (click.exceptions.Exit, click.Abort, click.ClickException):
+            raise  # click's own ways out: it prints and exits as documented
         except (KeyboardInterrupt, Exception) as error:
             # A signal that lands inside compiled code or the compiler surfaces
             # as another error chained to the KeyboardInterrupt; anything else
-            # is a real bug and keeps its traceback.
+            # is a bug, said in one line (its traceback with --debug).
             if not _caused_by_interrupt(error):
-                raise
+                _report_internal_error(ctx, error)
             # Tables are written atomically: an interrupted run leaves the cache as it was;
             # a command that keeps finished work says where (`interrupt_note`).
             note = (ctx.obj or {}).get("interrupt_note", "nothing partial was saved")
             click.echo(f"charge-spark: interrupted; {printable(note)}", err=True)
             ctx.exit(130)
+
+
+def _report_internal_error(ctx: click.Context, error: BaseException) -> NoReturn:
+    """A bug: one line naming the command and the error (the traceback too with --debug), exit status 1."""
+    if ctx.obj and ctx.obj.get("debug"):
+        traceback.print_exception(error)
+    command = ctx.invoked_subcommand or ctx.command_path
+    what = printable(f"{type(error).__name__}: {error}")
+    what = what if len(what) <= 300 else what[:300] + "..."
+    click.echo(f"charge-spark: internal error: {command}: {what}; run with --debug for the traceback", err=True)
+    ctx.exit(1)
 
 
 def _caused_by_interrupt(error: BaseException | None) -> bool:
@@ -155,9 +168,15 @@ def rules(rules_file: str | None, overrides: tuple[str, ...]) -> None:
     click.echo(rules_to_toml(rules_in_force(rules_file, overrides)), nl=False)
 
 
+def _checked_cache_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None:
+        check_cache_dir(value)
+    return value
+
+
 def cache_options(command):
     command = click.option(
-        "--cache-dir", type=click.Path(file_okay=False), default=None,
+        "--cache-dir", type=click.Path(file_okay=False), default=None, callback=_checked_cache_dir,
         help=f"Where solved tables live (default: ${CACHE_ENV} or ~/.cache/charge-spark/tables).",
     )(command)
     return command
@@ -348,8 +367,12 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
             ctx.obj["interrupt_note"] = (f"the report so far is in {partial.path}; the parts finished so far are"
                                         " kept in the cache: run the report again to resume")
 
-    built = build_report(rule_set, cache_dir, workers=workers, show_progress=sys.stderr.isatty(), log=note,
-                         sections=sections, on_partial=show_partial, client=client, parts_file=parts_file)
+    try:
+        built = build_report(rule_set, cache_dir, workers=workers, show_progress=sys.stderr.isatty(), log=note,
+                             sections=sections, on_partial=show_partial, client=client, parts_file=parts_file)
+    except BaseException as error:  # the page so far says at its top that it will not be finished
+        partial.mark_stopped("was interrupted" if _caused_by_interrupt(error) else f"failed: {printable(str(error))}")
+        raise
     write_text_atomically(path, render_report(built))
     partial.remove()
     click.echo(f"wrote {path} in {time.perf_counter() - started:.1f} s")

@@ -6,6 +6,7 @@ import os
 from importlib import metadata
 from pathlib import Path
 
+from .core.files import CacheDirectoryError
 from .core.table_file import TableFormat
 
 CACHE_ENV = "CHARGE_SPARK_CACHE"
@@ -40,3 +41,16 @@ def default_cache_dir() -> Path:
         return Path(os.environ[CACHE_ENV]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "charge-spark" / "tables"
+
+
+def check_cache_dir(path: str | os.PathLike[str]) -> None:
+    """CacheDirectoryError unless `path` is a directory, or could be made one
+    (its nearest existing ancestor is a directory): checked before any work,
+    and nothing is made here."""
+    path = Path(path)
+    for place in (path, *path.absolute().parents):
+        if place.is_dir():
+            return
+        if place.exists() or place.is_symlink():
+            what = "it is" if place == path else f"{place} is"
+            raise CacheDirectoryError(f"cannot use the cache directory {path}: {what} not a directory")

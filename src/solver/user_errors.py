@@ -8,13 +8,14 @@ from rules.charge_spark.config import RulesError
 from rules.charge_spark.notation import PositionError
 
 from .analysis.results_cache import PartsFileError
+from .core.files import CacheDirectoryError
 from .core.graph import GraphTooLargeError
 from .core.jobs import SchedulerError, WorkersLostError
 from .sweep import SweepError
 
 USER_ERRORS = (  # and OutputError, which the command line adds
     RulesError, PositionError, UnknownCardError, GraphTooLargeError, SchedulerError, SweepError, WorkersLostError,
-    PartsFileError,
+    PartsFileError, CacheDirectoryError,
 )
 
 

@@ -8,10 +8,15 @@ key (and, for a file, the file and line) and why.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import math
 import os
 import re
+import reprlib
+import stat
+import sys
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -23,6 +28,9 @@ from .cards import ATTACK_CARDS, BONUS_CARDS, DEFAULT_COSTS, DEFAULT_DAMAGE, Car
 
 MAX_BONUS_CARDS = 8
 """Largest bonus pile a rule set may have (keeps the state space bounded)."""
+MAX_AMOUNT = 1000
+"""Largest Health, tile count, cost or damage: far past any game that fits in
+memory, and small enough that no count or product of counts overflows."""
 
 TILE_KINDS: tuple[str, ...] = ("battery", "disc")
 ATTACK_ORDER: tuple[Card, ...] = tuple(card for card in Card if card in ATTACK_CARDS)
@@ -146,26 +154,42 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 60
+_SHOWN.maxlevel = 3
+
+
+def _shown(value: object) -> str:
+    """`value` as an error message quotes it: short, and never failing (a
+    5,000-digit integer has no repr, a table nested thousands deep overflows one)."""
+    if _is_int(value) and value.bit_length() > 128:
+        return f"a number of {math.floor(value.bit_length() * math.log10(2)) + 1:,} or so digits"
+    return _SHOWN.repr(value)
+
+
 def _check_int(key: str, value: object, low: int, high: int | None = None,
                high_name: str | None = None, related: tuple[str, ...] = ()) -> None:
+    """`value` must be an integer from `low` to `high` (named `high_name`), and
+    never past `MAX_AMOUNT`: the solver's counters are machine integers."""
     if high is None:
-        want = f"an integer >= {low}"
+        want = f"an integer from {low} to {MAX_AMOUNT}"
     else:
         want = f"an integer from {low} to {high_name} ({high})" if high_name else f"an integer from {low} to {high}"
-    if not _is_int(value) or value < low or (high is not None and value > high):
-        raise RulesError(f"must be {want}, got {value!r}", key=key, related=related)
+    high = MAX_AMOUNT if high is None else min(high, MAX_AMOUNT)
+    if not _is_int(value) or not low <= value <= high:
+        raise RulesError(f"must be {want}, got {_shown(value)}", key=key, related=related)
 
 
 def _check_board(board: object) -> None:
     shape = "S (start), then '.' plain or '*' star spaces, then M (moon), e.g. 'S.*.*M'"
     if not isinstance(board, str):
-        raise RulesError(f"must be a string: {shape}; got {board!r}", key="board")
+        raise RulesError(f"must be a string: {shape}; got {_shown(board)}", key="board")
     if not board:
         raise RulesError(f"must be {shape}; got ''", key="board")
     if board[0] != "S":
         raise RulesError(f"character 1 {board[0]!r} must be 'S'; a board is {shape}", key="board")
     if len(board) < 2:
-        raise RulesError(f"{board!r} has no moon (needs at least one move); a board is {shape}", key="board")
+        raise RulesError(f"{_shown(board)} has no moon (needs at least one move); a board is {shape}", key="board")
     for i, char in enumerate(board[1:-1], start=2):
         if char not in ".*":
             raise RulesError(f"character {i} {char!r} must be '.' or '*'; a board is {shape}", key="board")
@@ -176,10 +200,10 @@ def _check_board(board: object) -> None:
 def _validate(rules: RuleSet) -> None:
     """Check every field of `rules` and normalise its containers (it is frozen)."""
     if not isinstance(rules.name, str):
-        raise RulesError(f"must be a string, got {rules.name!r}", key="name")
+        raise RulesError(f"must be a string, got {_shown(rules.name)}", key="name")
     if not rules.name.isprintable() or len(rules.name) > 200:
         # A title is echoed to terminals and reports: no escape sequences, no novels.
-        raise RulesError(f"must be printable text of at most 200 characters, got {rules.name[:40]!r}", key="name")
+        raise RulesError(f"must be printable text of at most 200 characters, got {_shown(rules.name)}", key="name")
     _check_board(rules.board)
     _check_int("health", rules.health, 1)
     _check_int("battery_tiles", rules.battery_tiles, 0)
@@ -194,7 +218,7 @@ def _validate(rules: RuleSet) -> None:
         value = getattr(rules, key)
         if value not in allowed or not isinstance(value, str):
             options = ", ".join(repr(a) for a in allowed)
-            raise RulesError(f"must be one of {options}, got {value!r}", key=key)
+            raise RulesError(f"must be one of {options}, got {_shown(value)}", key=key)
 
     object.__setattr__(rules, "bonus_cards", _checked_bonus(rules.bonus_cards))
     object.__setattr__(rules, "costs", _checked_costs(rules.costs))
@@ -217,11 +241,11 @@ def _cost_text(cost: tuple[int, int]) -> str:
 def _checked_bonus(value: object) -> tuple[Card, ...]:
     bonus_names = ", ".join(card.label for card in BONUS_CARDS)
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise RulesError(f"must be a list of bonus cards ({bonus_names}), got {value!r}", key="bonus_cards")
+        raise RulesError(f"must be a list of bonus cards ({bonus_names}), got {_shown(value)}", key="bonus_cards")
     cards = tuple(value)
     for card in cards:
         if not isinstance(card, Card):
-            raise RulesError(f"must be a list of bonus cards ({bonus_names}), got {card!r}", key="bonus_cards")
+            raise RulesError(f"must be a list of bonus cards ({bonus_names}), got {_shown(card)}", key="bonus_cards")
         if not card.is_bonus:
             raise RulesError(f"{card.label} is a base card; bonus cards are {bonus_names}", key="bonus_cards")
     if len(cards) > MAX_BONUS_CARDS:
@@ -234,12 +258,12 @@ def _checked_costs(value: object) -> tuple[tuple[int, int], ...]:
     try:
         pairs = [tuple(pair) for pair in value]  # type: ignore[union-attr]
     except TypeError:
-        raise RulesError(f"must be one (battery, disc) pair per card, got {value!r}", key="cost") from None
+        raise RulesError(f"must be one (battery, disc) pair per card, got {_shown(value)}", key="cost") from None
     if len(pairs) != len(Card):
         raise RulesError(f"must have one (battery, disc) pair per card ({len(Card)}), got {len(pairs)}", key="cost")
     for card, pair in zip(Card, pairs):
         if len(pair) != len(TILE_KINDS):
-            raise RulesError(f"must be a (battery, disc) pair, got {pair!r}", key=f"cost.{card.label}")
+            raise RulesError(f"must be a (battery, disc) pair, got {_shown(pair)}", key=f"cost.{card.label}")
         for kind, amount in zip(TILE_KINDS, pair):
             _check_int(f"cost.{card.label}.{kind}", amount, 0)
     return tuple((pair[0], pair[1]) for pair in pairs)
@@ -249,7 +273,7 @@ def _checked_damage(value: object) -> tuple[int, ...]:
     try:
         amounts = tuple(value)  # type: ignore[arg-type]
     except TypeError:
-        raise RulesError(f"must be one amount per card, got {value!r}", key="damage") from None
+        raise RulesError(f"must be one amount per card, got {_shown(value)}", key="damage") from None
     if len(amounts) != len(Card):
         raise RulesError(f"must have one amount per card ({len(Card)}), got {len(amounts)}", key="damage")
     attacks = ", ".join(card.label for card in ATTACK_ORDER)
@@ -258,7 +282,7 @@ def _checked_damage(value: object) -> tuple[int, ...]:
         if card.is_attack:
             _check_int(key, amount, 0)
         elif amount != 0 or not _is_int(amount):
-            raise RulesError(f"only attack cards ({attacks}) deal damage, got {amount!r}", key=key)
+            raise RulesError(f"only attack cards ({attacks}) deal damage, got {_shown(amount)}", key=key)
     return amounts
 
 
@@ -280,7 +304,7 @@ def _card_key(key: str, name: object, allowed: Iterable[Card], what: str) -> Car
 def _fields_from_mapping(mapping: Mapping[str, Any], base: RuleSet) -> dict[str, Any]:
     """RuleSet constructor arguments: `base`'s values with `mapping`'s keys applied."""
     if not isinstance(mapping, Mapping):
-        raise RulesError(f"a rule set must be a table, got {mapping!r}")
+        raise RulesError(f"a rule set must be a table, got {_shown(mapping)}")
     values: dict[str, Any] = {f.name: getattr(base, f.name) for f in fields(RuleSet)}
     costs = list(base.costs)
     damage = list(base.damage)
@@ -289,14 +313,14 @@ def _fields_from_mapping(mapping: Mapping[str, Any], base: RuleSet) -> dict[str,
             raise _unknown(str(key), KEYS)
         if key == "cost":
             if not isinstance(value, Mapping):
-                raise RulesError(f"must be a table of cards, e.g. lightning = {{ battery = 3 }}, got {value!r}",
+                raise RulesError(f"must be a table of cards, e.g. lightning = {{ battery = 3 }}, got {_shown(value)}",
                                  key="cost")
             for name, table in value.items():
                 card = _card_key(f"cost.{name}", name, Card, "card")
                 costs[card] = _cost_from_table(f"cost.{name}", table)
         elif key == "damage":
             if not isinstance(value, Mapping):
-                raise RulesError(f"must be a table of attack cards, e.g. lightning = 2, got {value!r}",
+                raise RulesError(f"must be a table of attack cards, e.g. lightning = 2, got {_shown(value)}",
                                  key="damage")
             for name, amount in value.items():
                 card = _card_key(f"damage.{name}", name, ATTACK_ORDER, "attack card")
@@ -313,7 +337,7 @@ def _fields_from_mapping(mapping: Mapping[str, Any], base: RuleSet) -> dict[str,
 def _cost_from_table(key: str, table: object) -> tuple[Any, Any]:
     """A card's cost table replaces that card's cost; a tile kind left out costs 0."""
     if not isinstance(table, Mapping):
-        raise RulesError(f"must be a table like {{ battery = 1, disc = 0 }}, got {table!r}", key=key)
+        raise RulesError(f"must be a table like {{ battery = 1, disc = 0 }}, got {_shown(table)}", key=key)
     for kind in table:
         if kind not in TILE_KINDS:
             raise _unknown(f"{key}.{kind}", TILE_KINDS, "tile kind")
@@ -322,12 +346,12 @@ def _cost_from_table(key: str, table: object) -> tuple[Any, Any]:
 
 def _bonus_from_list(value: object) -> tuple[Card, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        raise RulesError(f"must be a list of card names, e.g. [\"ray\", \"trap\"], got {value!r}",
+        raise RulesError(f"must be a list of card names, e.g. [\"ray\", \"trap\"], got {_shown(value)}",
                          key="bonus_cards")
     cards = []
     for name in value:
         if not isinstance(name, str):
-            raise RulesError(f"must be a list of card names, got {name!r}", key="bonus_cards")
+            raise RulesError(f"must be a list of card names, got {_shown(name)}", key="bonus_cards")
         try:
             cards.append(Card.parse(name))
         except ValueError as exc:
@@ -401,25 +425,57 @@ def fingerprint(rules: RuleSet) -> str:
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 
 
+MAX_RULES_FILE_BYTES = 1 << 20
+"""A rules file is a few dozen lines; past this it is no rules file."""
+
+
+def _regular_file_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the regular file at `path`; OSError for anything else. Opened
+    without blocking and checked before it is read: a FIFO or a device would
+    wait for a writer, or never end."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(descriptor, "rb") as handle:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        if info.st_size > MAX_RULES_FILE_BYTES:
+            raise OSError(errno.EFBIG, f"{info.st_size:,} bytes, more than a rules file's {MAX_RULES_FILE_BYTES:,}")
+        return handle.read(MAX_RULES_FILE_BYTES + 1)
+
+
 def load_rules(path: str | os.PathLike[str]) -> RuleSet:
     """The rule set in the TOML file at `path`; RulesError naming the file (and line)."""
     source = os.fspath(path)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = _regular_file_bytes(path)
     except OSError as exc:
         raise RulesError(f"cannot read rules file: {exc.strerror or exc}", source=source) from None
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte order mark, as some editors write, is no part of the TOML
     except UnicodeDecodeError as exc:
         raise RulesError(f"not UTF-8 text: {exc.reason} at byte {exc.start}", source=source) from None
     return rules_from_toml(text, source)
 
 
+def parsed_toml(text: str) -> dict[str, Any]:
+    """`tomllib.loads(text)`; a RulesError for what tomllib lets out besides
+    TOMLDecodeError: a number too long to convert, or nesting too deep to parse."""
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise RulesError("invalid TOML: tables or arrays nested too deeply") from None
+    except ValueError as exc:
+        if isinstance(exc, tomllib.TOMLDecodeError):
+            raise
+        raise RulesError(f"invalid TOML: a number too long (at most {sys.get_int_max_str_digits()} digits)") from None
+
+
 def rules_from_toml(text: str, source: str = "rules") -> RuleSet:
     """The rule set in TOML `text`; errors name `source` and the line."""
     try:
-        mapping = tomllib.loads(text)
+        mapping = parsed_toml(text)
+    except RulesError as exc:
+        raise exc.located(source) from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         match = _TOML_POSITION.search(message)
@@ -540,9 +596,11 @@ def _override_value(key: str, text: str) -> Any:
     """VALUE of `--set KEY=VALUE`: a TOML value where it parses as one, else a bare string."""
     text = text.strip()
     try:
-        value: Any = tomllib.loads(f"value = {text}")["value"]
+        value: Any = parsed_toml(f"value = {text}")["value"]
     except tomllib.TOMLDecodeError:
         value = text
+    except RulesError as exc:
+        raise RulesError(exc.reason.replace("invalid TOML: ", ""), key=key) from None
     if key in STRING_KEYS and not isinstance(value, str):
         value = text  # `--set name=2024` means the title "2024", not an integer
     if key in LIST_KEYS and isinstance(value, str):
@@ -562,7 +620,7 @@ def _set_path(mapping: dict[str, Any], parts: list[str], value: Any) -> None:
             mapping[top] = {**mapping[top], **value} if isinstance(value, Mapping) else value
             return
         if not isinstance(mapping[top], Mapping):  # an earlier `--set cost=3` replaced the table
-            raise RulesError(f"must be a table of cards, got {mapping[top]!r}", key=top)
+            raise RulesError(f"must be a table of cards, got {_shown(mapping[top])}", key=top)
         what = "card" if top == "cost" else "attack card"
         card = _card_key(f"{top}.{parts[1]}", parts[1], allowed, what)
         if len(parts) == 2:
@@ -586,6 +644,11 @@ def _related(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
+def _set_source(argument: str) -> str:
+    """Where an override error comes from, short enough for one line."""
+    return f"--set {argument if len(argument) <= 200 else argument[:60] + '...'}"
+
+
 def apply_overrides(rules: RuleSet, overrides: Iterable[str]) -> RuleSet:
     """`rules` with `--set KEY=VALUE` overrides applied (dotted keys, e.g. cost.lightning.battery=3).
 
@@ -598,7 +661,7 @@ def apply_overrides(rules: RuleSet, overrides: Iterable[str]) -> RuleSet:
     mapping = canonical_mapping(rules)
     applied: list[tuple[str, str]] = []  # (argument, dotted key)
     for argument in overrides:
-        source = f"--set {argument}"
+        source = _set_source(argument)
         if "=" not in argument:
             raise RulesError("expected KEY=VALUE (no '=')", source=source)
         key_text, value_text = argument.split("=", 1)
@@ -617,5 +680,5 @@ def apply_overrides(rules: RuleSet, overrides: Iterable[str]) -> RuleSet:
         # Name the override that set the failing key, else every override.
         for argument, key in reversed(applied):
             if any(k is not None and _related(k, key) for k in (exc.key, *exc.related)):
-                raise exc.located(f"--set {argument}") from None
-        raise exc.located("--set " + " ".join(overrides)) from None
+                raise exc.located(_set_source(argument)) from None
+        raise exc.located(_set_source(" ".join(overrides))) from None

@@ -22,6 +22,8 @@ from .state import PlayerState, Position, RestCard, initial_player, initial_posi
 
 TOKEN_HELP = "hN bN dN pN rest=CARD bonus=CARD,CARD"
 _NUMBER = re.compile(r"[0-9]+")
+MAX_DIGITS = 9
+"""Longest number in a position: far past any rule set's Health, tiles or board, and within a machine integer."""
 _NUMBER_TOKENS = {"h": "health", "b": "battery", "d": "disc", "p": "progress"}
 
 
@@ -104,7 +106,17 @@ def format_position(position: Position, rules: RuleSet | None = None) -> str:
 
 
 def _fail(seat: int, token: str, why: str) -> PositionError:
-    return PositionError(f"player {seat + 1}, token {token!r}: {why}")
+    shown = token if len(token) <= 40 else f"{token[:20]}...{token[-8:]}"  # the line stays one line long
+    return PositionError(f"player {seat + 1}, token {shown!r}: {why}")
+
+
+def _number(text: str, field: str) -> int:
+    """The value of a number token's digits; no field of a position runs past `MAX_DIGITS` digits."""
+    if not _NUMBER.fullmatch(text):
+        raise PositionError(f"{text if len(text) <= 40 else text[:20] + '...'!r} is not a number")
+    if len(text) > MAX_DIGITS:
+        raise PositionError(f"{field} has {len(text):,} digits; a position's numbers have at most {MAX_DIGITS}")
+    return int(text)
 
 
 def _parse_player(text: str, rules: RuleSet, seat: int) -> tuple[PlayerState, dict[str, str]]:
@@ -137,9 +149,7 @@ def _parse_player(text: str, rules: RuleSet, seat: int) -> tuple[PlayerState, di
             elif kind == "bonus":
                 values["bonus"] = parse_bonus(argument)
             else:
-                if not _NUMBER.fullmatch(argument):
-                    raise PositionError(f"{argument!r} is not a number")
-                values[_NUMBER_TOKENS[kind]] = int(argument)
+                values[_NUMBER_TOKENS[kind]] = _number(argument, _NUMBER_TOKENS[kind])
         except PositionError as exc:
             raise _fail(seat, token, str(exc)) from None
     return PlayerState(**values), given  # type: ignore[arg-type]
@@ -200,6 +210,9 @@ def validate_position(position: Position, rules: RuleSet) -> None:
 
 def parse_position(text: str, rules: RuleSet) -> Position:
     """The position written `text` under `rules` (see the module docstring)."""
+    if not text.isprintable():
+        at = next(i for i, c in enumerate(text) if not c.isprintable())
+        raise PositionError(f"character {at + 1} is the control character {text[at]!r}; a position is one line of text")
     if text.strip().lower() == "start":
         return initial_position(rules)
     parts = text.split("/")

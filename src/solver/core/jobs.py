@@ -21,6 +21,10 @@ A worker that dies:
   usually the machine that cannot hold the job. With no worker left at all,
   the jobs wait for one to join, as Dask does.
 
+Every process this package forks or spawns for its jobs dies with the one
+that started it (`lifetime.die_with_parent`): a solve killed with `kill -9`
+leaves no workers behind to hold its memory or its files.
+
 Dask's memory management polices a worker's resident memory, and a job's
 memory-mapped arrays count in it (file pages the system could drop count the
 same as its own): a worker with a memory limit pauses at 80% of it and its
@@ -36,6 +40,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -44,6 +49,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from tqdm import tqdm
 
+from .lifetime import die_with_parent
 from .resources import usable_cores
 
 # Dask is imported where a cluster is used, so that commands without one start without it.
@@ -72,6 +78,7 @@ class WorkersLostError(RuntimeError):
 
 
 # ------------------------------------------------------------------ workers
+
 
 
 def worker_memory_limit() -> int | None:
@@ -208,7 +215,9 @@ def run_jobs(
 
 def _on_processes(work: Callable, jobs: list, workers: int, keep: Callable[[int, Any], None]) -> None:
     # spawn, not fork: the parent may hold threads (numba, tqdm) that fork would copy mid-state.
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=die_with_parent,
+                               initargs=(os.getpid(), threading.current_thread() is threading.main_thread()))
     futures: dict[Future, int] = {}
     kept: set[int] = set()
     try:

@@ -16,14 +16,13 @@ second solve of the same key wait for the first instead of repeating it.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import mmap
 import os
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .files import replaced_atomically
+from .locks import exclusive_lock
 from .outcome import Outcome
 from .result import ARRAY_FIELDS, PER_STATE_HURRY, SolveResult
 
@@ -276,13 +276,7 @@ def quarantine(path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def table_lock(path: Path) -> Iterator[None]:
-    """Exclusive lock for computing the table at `path` (a second process waits)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(f".{path.name}.lock"), "a+b") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+def table_lock(path: Path, say: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Exclusive lock for computing the table at `path` (a second process waits, saying so: `locks`)."""
+    with exclusive_lock(Path(path), say):
+        yield

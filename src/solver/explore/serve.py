@@ -83,10 +83,12 @@ def address_of(sock: socket.socket, host: str) -> str:
 def _server(explorer: Explorer, host: str) -> uvicorn.Server:
     import uvicorn
 
+    from .http_limits import MAX_HEAD_BYTES, BoundedH11Protocol
+
     # Behind a loopback address, only loopback names: a page elsewhere cannot reach it by a name it controls.
     allowed = ["127.0.0.1", "localhost", "[::1]"] if host in LOOPBACK else None
     config = uvicorn.Config(create_app(explorer, allowed), log_level="warning", access_log=False, lifespan="off",
-                            server_header=False)
+                            server_header=False, http=BoundedH11Protocol, h11_max_incomplete_event_size=MAX_HEAD_BYTES)
     return uvicorn.Server(config)
 
 

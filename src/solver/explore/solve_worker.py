@@ -5,6 +5,7 @@ back to the server (`solves.BackgroundSolves`) as the solve goes."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -14,6 +15,7 @@ from typing import Any
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 
+from ..core.lifetime import die_with_parent
 from ..core.resources import FOLLOW_PLAY_BYTES_PER_STATE, states_that_fit
 from ..core.table_file import table_path
 from ..storage import default_cache_dir
@@ -27,6 +29,7 @@ REPORT_EVERY = 0.5
 def solve_tables(jobs: Any, reports: Any, cache_dir: str | None) -> None:
     """The worker: solve each rule set taken from `jobs` and store its table, reporting to `reports`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server ends it: Ctrl-C at a terminal reaches both
+    die_with_parent(os.getppid(), by_signal=False)  # started from a server thread, which may end before the server
     while True:
         job = jobs.get()
         if job is None:
