@@ -313,7 +313,7 @@ def test_a_lock_held_in_the_name_of_a_dead_process_is_taken_over(tmp_path):
     dead = subprocess.Popen(["true"])
     dead.wait()
     lock = path.with_name(f".{path.name}.lock")
-    lock.write_text(f"{dead.pid} {os.uname().nodename}\n")
+    lock.write_text(f"{dead.pid} {os.uname().nodename}/{os.stat('/proc/self/ns/pid').st_ino}\n")
     with open(lock, "rb") as orphan:  # as an orphaned worker of an older version held it
         fcntl.flock(orphan, fcntl.LOCK_EX)
         said: list[str] = []

@@ -126,6 +126,11 @@ def hostile_arguments(case: str, tmp_path: Path) -> list[str]:
             path.write_text("health = 99999999999999999999999\n" if case.startswith("23") else
                             "health = " + "{a=" * 3000 + "1" + "}" * 3000 + "\n")
         return ["solve", "--rules", str(path), *SMALL]
+    if case == "FIFO as parts file":
+        (tmp_path / "input").mkdir()
+        os.mkfifo(tmp_path / "input" / "parts.json")
+        return ["report", *SMALL, "--parts", str(tmp_path / "input" / "parts.json"), "--out",
+                str(tmp_path / "input" / "report.html")]
     if case == "cache under a regular file":
         (tmp_path / "input").mkdir()
         (tmp_path / "input" / "file").write_text("")
@@ -142,7 +147,8 @@ def hostile_arguments(case: str, tmp_path: Path) -> list[str]:
 
 
 HOSTILE_CASES = ["5,000-digit position", "newline in position", "23-digit health", "20-digit cost",
-                 "23-digit health in a file", "tables 3,000 deep", "FIFO as rules", "cache under a regular file",
+                 "23-digit health in a file", "tables 3,000 deep", "FIFO as rules", "FIFO as parts file",
+                 "cache under a regular file",
                  "cache that cannot be written", "lock file is a directory"]
 
 

@@ -34,7 +34,7 @@ from rules.charge_spark.turn import KNOCK_OUT, MOON
 
 from .analysis.results_cache import ResultsCache
 from .answering import answer_at, lasting_at, query_json
-from .core.files import OutputError, check_writable, write_text_atomically
+from .core.files import OutputError, check_writable, write_text_atomically, writes_through
 from .core.outcome import Outcome, Seat, win_probability
 from .core.resources import FOLLOW_PLAY_BYTES_PER_STATE, states_that_fit, usable_cores
 from .core.result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
@@ -347,6 +347,8 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
         raise click.UsageError("--workers sizes the solves run here; a --scheduler's cluster has its own")
     rule_set = rules_in_force(rules_file, overrides)
     if parts_file:  # a parts file that cannot be these rules' is refused before anything is solved
+        if writes_through(parts_file):  # read, then replaced as parts finish: a FIFO or a device is neither
+            raise OutputError(f"cannot keep the parts in {parts_file}: not a regular file")
         ResultsCache.at(parts_file, fingerprint(rule_set))
         check_writable(Path(parts_file))
     # Connected (and its workers checked) before anything is written: an unusable cluster leaves no trace.

@@ -143,17 +143,27 @@ def _still_named(descriptor: int, lock: Path) -> bool:
     return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
 
 
+def _here() -> str:
+    """This host, and its process-id namespace: a pid means something only where both match (containers on
+    one machine may share a cache and a host name, not their pids)."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"{socket.gethostname()}/{namespace}"
+
+
 def _record_holder(descriptor: int) -> None:
     os.ftruncate(descriptor, 0)
-    os.pwrite(descriptor, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+    os.pwrite(descriptor, f"{os.getpid()} {_here()}\n".encode(), 0)
 
 
 def _holder(lock: Path) -> tuple[int, str] | None:
-    """The pid and host written in `lock`, if it holds them."""
+    """The pid and the place (`_here`) written in `lock`, if it holds them."""
     try:
         with open(lock, "rb") as handle:
-            pid, host = handle.read(300).decode("utf-8", "replace").split()
-        return int(pid), host
+            pid, place = handle.read(300).decode("utf-8", "replace").split()
+        return int(pid), place
     except (OSError, ValueError):
         return None
 
@@ -161,14 +171,14 @@ def _holder(lock: Path) -> tuple[int, str] | None:
 def _described(holder: tuple[int, str] | None) -> str:
     if holder is None:
         return "another process"
-    pid, host = holder
-    return f"process {pid}" + ("" if host == socket.gethostname() else f" on {host}")
+    pid, place = holder
+    return f"process {pid}" + ("" if place == _here() else f" on {place.split('/')[0]}")
 
 
 def _gone(holder: tuple[int, str]) -> bool:
-    """Whether `holder` is a process of this host that no longer runs."""
-    pid, host = holder
-    if host != socket.gethostname() or pid <= 0:
+    """Whether `holder` is a process of this host (and pid namespace) that no longer runs."""
+    pid, place = holder
+    if place != _here() or pid <= 0:
         return False
     try:
         os.kill(pid, 0)
