@@ -34,6 +34,7 @@ from rules.charge_spark.turn import KNOCK_OUT, MOON
 
 from .analysis.results_cache import ResultsCache
 from .answering import answer_at, lasting_at, query_json
+from .certificate import CERTIFICATE_BOUND, CertificateStatus, certificate_status, states_over_bound
 from .core.files import OutputError, check_writable, write_text_atomically, writes_through
 from .core.outcome import Outcome, Seat, win_probability
 from .core.resources import FOLLOW_PLAY_BYTES_PER_STATE, states_that_fit, usable_cores
@@ -41,14 +42,16 @@ from .core.result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAn
 from .core.table_file import table_path
 from .storage import CACHE_ENV, check_cache_dir, default_cache_dir
 from .sweep import SweepError
-from .tables import resume_dir_of, solved_table, stored_part
+from .tables import cached_table, resume_dir_of, solved_table, stored_part
 from .user_errors import USER_ERRORS, printable
 
 if TYPE_CHECKING:  # imported where used: scipy's solvers are no part of the other commands' start
     from .analysis.stalls import LengthAndStalls
 
-
-CERTIFICATE_BOUND = 1e-9
+UNCERTIFIED_EXIT = 3
+"""`solve`'s exit status when the table's certificate is over its bound (the table is still stored)."""
+NAMED_STATES = 5
+"""How many of the states over the bound `solve` names, the worst first."""
 _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM, errno.ENOTDIR, errno.EISDIR}
 
 
@@ -222,15 +225,21 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
              " of memory, more than is available ('query start --follow-play' computes them where it fits)")
     game = ReferenceChargeSparkGame(rule_set) if reused else ChargeSparkGame(rule_set)
     answer = result.answer(code, game)
-    verdict = "ok" if result.table_max_exploitability <= CERTIFICATE_BOUND else "FAILED"
+    status = certificate_status(result.table_max_exploitability)
+    over_lines: list[str] = []
+    if not status.certified:  # never silent: the states over the bound are named, and the exit status says so
+        whole = result if not reused else stored_whole(path, key)
+        over_lines, status = states_over_bound_lines(rule_set, whole, status)
+    verdict = "ok" if status.certified else "NOT CERTIFIED"
     lines = [
         f"rules        {rule_set.name or '(unnamed)'}  [fingerprint {key}]",
         f"changed      {rules_difference(rule_set)}",
         f"states       {result.table_states:,}",
-        f"value        {answer.value:.12f} at the start (to P1)",
+        f"value        {answer.value:.12f} at the start (to P1){value_mark(status)}",
         f"certificate  exploitability at the start {answer.exploitability:.2e}, largest over all states"
         f" {result.table_max_exploitability:.2e} ({verdict}, bound {CERTIFICATE_BOUND:.0e});"
         f" largest Bellman residual {result.bellman_residual:.2e}",
+        *over_lines,
         hurry_line(result.table_hurry_figures),
         (f"table        {path} ({path.stat().st_size / 1e6:,.1f} MB)" if stored else
          "table        not stored (see the warning above); the figures here are the solve's own")
@@ -238,6 +247,39 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
         f"time         {timing_line(result, time.perf_counter() - started) if not reused else f'{time.perf_counter() - started:.2f} s (loaded)'}",
     ]
     click.echo("\n".join(lines))
+    if not status.certified:
+        click.get_current_context().exit(UNCERTIFIED_EXIT)
+
+
+def stored_whole(path: Path, key: str) -> SolveResult | None:
+    """The whole stored table at `path`, memory-mapped (None if it cannot be read): to find its states over the bound."""
+    return cached_table(path, key, warn, mapped=True)
+
+
+def states_over_bound_lines(
+    rule_set: RuleSet, result: SolveResult | None, status: CertificateStatus,
+) -> tuple[list[str], CertificateStatus]:
+    """The lines naming a table's states over the bound (their count and the worst few, in the spec's
+    notation), and the status with that count; `result` None: the table could not be read again."""
+    if result is None:
+        return [f"             {status.text}; the states over the bound could not be read"], status
+    over = states_over_bound(result, NAMED_STATES)
+    status = certificate_status(status.epsilon, over.count)
+    game = ChargeSparkGame(rule_set)
+    lines = [f"             {status.text}; the worst {len(over.worst)} of them:"]
+    lines += [f"             {exploitability:.2e}  at {format_position(game.decode(code), rule_set)}"
+              for code, exploitability in over.worst]
+    return lines, status
+
+
+def uncertified_lines(status: CertificateStatus) -> list[str]:
+    """The line under a value read from an uncertified table (none for a certified one)."""
+    return [] if status.certified else [f"certificate  {status.text.replace('not certified', 'NOT CERTIFIED', 1)}"]
+
+
+def value_mark(status: CertificateStatus) -> str:
+    """What follows a value read from a table: nothing if it is certified, else ' (not certified)'."""
+    return "" if status.certified else " (not certified)"
 
 
 @main.command()
@@ -734,6 +776,7 @@ def query_text(
 ) -> str:
     width = max(len(c) for c in answer.rows + answer.cols) + 1
     header = " " * width + "".join(f"{c:>{width + 2}}" for c in answer.cols)
+    status = certificate_status(result.table_max_exploitability)
     lines = [
         f"rules        {rule_set.name or '(unnamed)'}  [fingerprint {fingerprint(rule_set)}]",
         f"changed      {rules_difference(rule_set)}",
@@ -741,7 +784,8 @@ def query_text(
         "model        open bonus hands; payoff P(P1 wins) + 0.5 P(unending)",
         f"position     {position}",
         "",
-        f"value        {answer.value:.12f}   (to P1)",
+        f"value        {answer.value:.12f}   (to P1){value_mark(status)}",
+        *uncertified_lines(status),
         f"P1 wins      {wins_line(answer, result.terminal_outcomes, Seat.P1)}",
         f"P2 wins      {wins_line(answer, result.terminal_outcomes, Seat.P2)}",
         f"unending     {answer.unending_probability:.6f}",
