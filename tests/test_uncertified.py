@@ -81,3 +81,25 @@ def test_a_certified_table_is_not_marked():
     assert "not certified" not in run("query", "start", *SMALL).stdout
     answer = json.loads(run("query", "start", *SMALL, "--json").stdout)
     assert answer["certified"] is True and answer["epsilon"] <= CERTIFICATE_BOUND
+
+
+def test_sweep_rows_of_an_uncertified_table_show_the_mark(uncertified_solves, tmp_path):
+    import csv
+    import io
+
+    from rules.charge_spark.config import RuleSet, apply_overrides
+    from solver.sweep import CsvRows, grid_points, parse_grid, solve_row
+    from solver.sweep_page import sweep_page
+
+    rules = apply_overrides(RuleSet(), [a for a in SMALL if a != "--set"])
+    row = solve_row(rules, str(tmp_path / "cache"), None)
+    assert row.ok and not row.certificate.certified
+    stream = io.StringIO()
+    CsvRows(stream, []).write(row)
+    written = next(csv.DictReader(io.StringIO(stream.getvalue())))
+    assert float(written["max_exploitability"]) == pytest.approx(EPSILON)
+    assert written["certificate"] == "not certified: epsilon-optimal within 1.00e-03 (bound 1e-09)"
+    axes = [parse_grid("board=SM")]
+    page = sweep_page("t", axes, grid_points(rules, axes), [row])
+    assert "<td>0.5 (not certified)</td>" in page
+    assert "epsilon-optimal within 1.00e-03" in page

@@ -46,6 +46,11 @@ class CertificateStatus:
             f"; {self.states_over_bound:,} state{'s' if self.states_over_bound != 1 else ''} over the bound")
         return f"{NOT_CERTIFIED}: epsilon-optimal within {self.epsilon:.2e} (bound {CERTIFICATE_BOUND:.0e}{over})"
 
+    @property
+    def mark(self) -> str:
+        """'certified', else `text`: what a row of figures read from the solve says (a sweep's, say)."""
+        return "certified" if self.certified else self.text
+
     def as_json(self) -> dict:
         """The `"certified"` and `"epsilon"` keys of a JSON answer (and the count where known)."""
         out: dict = {"certified": self.certified, "epsilon": self.epsilon}

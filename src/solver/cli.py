@@ -673,6 +673,10 @@ def sweep(
         + (f"; rows in {out}" if out else "") + (f"; page in {html_path}" if html_path else ""),
         err=True,
     )
+    for row in rows:  # never silent: the rows' figures are not certified
+        if row.ok and not row.certificate.certified:
+            settings = " ".join(f"{key}={value}" for key, value in points[row.index].settings)
+            warn(f"rule set {row.index + 1} ({settings}): {row.certificate.text}")
     failed = [row for row in rows if not row.ok]
     for row in failed:
         settings = " ".join(f"{key}={value}" for key, value in points[row.index].settings)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from rules.charge_spark.config import RulesError, RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 
+from .certificate import CertificateStatus, certificate_status
 from .core import resources
 from .core.graph import GraphTooLargeError
 from .core.jobs import dask_client, run_jobs, worker_memory_limit
@@ -153,10 +154,15 @@ class SweepRow:
     seconds: float
     reused: bool  # the table came from the cache
     error: str | None = None  # set when the rule set could not be solved; the numbers are then nan
+    max_exploitability: float = math.nan  # the table's certificate, over all its states
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def certificate(self) -> CertificateStatus:
+        return certificate_status(self.max_exploitability)
 
 
 def state_limit(max_states: int | None, per_state: int | None = None) -> tuple[int | None, str | None]:
@@ -206,6 +212,7 @@ def solve_row(rules: RuleSet, cache_dir: str | None, max_states: int | None) -> 
         solve_seconds=sum(table.result.timings.values()),
         seconds=time.perf_counter() - started,
         reused=table.reused,
+        max_exploitability=table.result.table_max_exploitability,
     )
 
 
@@ -297,7 +304,8 @@ class CsvRows:
     Columns: the point's number (1-based, grid order), each varied key, the
     fingerprint, the value at the start, one probability per outcome, the
     expected length, the state count, the solve and sweep seconds, whether
-    the table was reused, and the error if it could not be solved."""
+    the table was reused, its certificate (the largest exploitability and
+    "certified" or "not certified: ..."), and the error if it could not be solved."""
 
     stream: TextIO
     keys: Sequence[str]
@@ -311,7 +319,7 @@ class CsvRows:
     def columns(self) -> list[str]:
         return [
             "point", *self.keys, "fingerprint", "value", *outcome_labels(), "expected_length", "states",
-            "solve_seconds", "seconds", "reused", "error",
+            "solve_seconds", "seconds", "reused", "max_exploitability", "certificate", "error",
         ]
 
     def write(self, row: SweepRow, settings: Sequence[tuple[str, str]] = ()) -> None:
@@ -324,6 +332,7 @@ class CsvRows:
             row.index + 1, *(values.get(key, "") for key in self.keys), row.fingerprint, number(row.value),
             *(number(row.outcomes[label]) if label in row.outcomes else "" for label in outcome_labels()),
             number(row.expected_length), row.states, number(round(row.solve_seconds, 3)),
-            round(row.seconds, 3), "yes" if row.reused else "no", row.error or "",
+            round(row.seconds, 3), "yes" if row.reused else "no", number(row.max_exploitability),
+            row.certificate.mark if row.ok else "", row.error or "",
         ])
         self.stream.flush()

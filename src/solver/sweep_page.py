@@ -95,14 +95,17 @@ def sweep_page(title: str, axes: Sequence[GridAxis], points: Sequence[SweepPoint
         )
         charts.append(f"<section><h2>{_e(axis.key)}</h2>{figures}</section>")
     labels = outcome_labels()
-    head = ["#", *(a.key for a in axes), "fingerprint", "value", *labels, "expected length", "states", "solve s", "error"]
+    head = ["#", *(a.key for a in axes), "fingerprint", "value", *labels, "expected length", "states", "solve s", "certificate",
+            "error"]
     body = []
     for row in sorted(rows, key=lambda r: r.index):
         settings = dict(points[row.index].settings)
         cells = [
-            row.index + 1, *(settings[a.key] for a in axes), row.fingerprint, _number(row.value),
+            row.index + 1, *(settings[a.key] for a in axes), row.fingerprint,
+            _number(row.value) + (" (not certified)" if row.ok and not row.certificate.certified else ""),
             *(_number(row.outcomes.get(label, math.nan)) for label in labels),
-            _number(row.expected_length), f"{row.states:,}", _number(round(row.solve_seconds, 2)), row.error or "",
+            _number(row.expected_length), f"{row.states:,}", _number(round(row.solve_seconds, 2)),
+            row.certificate.mark if row.ok else "", row.error or "",
         ]
         body.append("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
     return "\n".join([
