@@ -107,7 +107,7 @@ def test_findings_split_ties_from_values_that_differ():
     from solver.report.render import findings
 
     def box(*values):
-        restricted = [RestrictedValue(f"c{i}", v) for i, v in enumerate(values)]
+        restricted = [RestrictedValue(f"c{i}", v, max_exploitability=0.0) for i, v in enumerate(values)]
         summary = SimpleNamespace(by=lambda kind: 0.0)
         return findings(SimpleNamespace(restricted=restricted, variants=[], usage=None, summary=summary))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -103,3 +104,163 @@ def test_sweep_rows_of_an_uncertified_table_show_the_mark(uncertified_solves, tm
     page = sweep_page("t", axes, grid_points(rules, axes), [row])
     assert "<td>0.5 (not certified)</td>" in page
     assert "epsilon-optimal within 1.00e-03" in page
+
+
+# --- the report ------------------------------------------------------------------
+
+TINY = ("board=SM", "health=1", "bonus_cards=")
+STRENGTH_ONLY = ("headline", "strength")
+
+
+def tiny_rules():
+    from rules.charge_spark.config import RuleSet, apply_overrides
+
+    return apply_overrides(RuleSet(), list(TINY))
+
+
+@pytest.fixture
+def spark_barred_is_uncertified(monkeypatch):
+    """The restricted game without spark reports strategies over the bound; every other solve is certified."""
+    real = solver.core.solve.solve_start_figures
+
+    def figures(game, *args, **kw):
+        answer = real(game, *args, **kw)
+        barred = getattr(game, "banned", None)
+        if barred is not None and game.action_labels[barred] == "spark":
+            return dataclasses.replace(answer, max_exploitability=EPSILON)
+        return answer
+
+    monkeypatch.setattr(solver.core.solve, "solve_start_figures", figures)
+
+
+def _row_of(html: str, table_id: str, label: str) -> str:
+    table = html.split(f'id="{table_id}"', 1)[1].split("</table>", 1)[0]
+    return next(row for row in table.split("<tr>") if f'<td class="text">{label}</td>' in row)
+
+
+def test_a_restricted_game_not_certified_shows_no_value_and_no_finding(spark_barred_is_uncertified, tmp_path):
+    from solver.analysis.results_cache import ResultsCache
+    from solver.report.build import build_report
+    from solver.report.render import render_report
+
+    rules = tiny_rules()
+    report = build_report(rules, tmp_path, sections=STRENGTH_ONLY, workers=1)
+    by_card = {x.card: x for x in report.restricted}
+    assert not by_card["spark"].certificate.certified and by_card["spark"].max_exploitability == EPSILON
+    assert all(x.certificate.certified for card, x in by_card.items() if card != "spark")
+    html = render_report(report)
+    row = _row_of(html, "restricted-table", "spark")
+    assert "not certified: epsilon-optimal within 1.00e-03" in row
+    assert re.findall(r"<td>[-+0-9.,]+( pp)?</td>", row.split("not certified")[0]) == []  # no value, no change
+    findings = html.split('id="findings"', 1)[1].split("</div>", 1)[0]
+    assert "their restricted game not certified: spark" in findings
+    assert "spark" not in findings.split("Left out of this comparison")[0]  # no finding drawn from it
+    chart = next(svg for svg in html.split("<svg")[1:] if "may not play the card" in svg)
+    assert ">charge<" in chart and ">spark<" not in chart  # in no chart either
+    # The parts keep each solve's certificate: a second report reads it back, not solving again.
+    kept = ResultsCache(tmp_path, report.fingerprint).get("without:spark")
+    assert kept["max_exploitability"] == EPSILON
+    again = build_report(rules, tmp_path, sections=STRENGTH_ONLY, workers=1)
+    assert [(x.card, x.max_exploitability) for x in again.restricted] == [
+        (x.card, x.max_exploitability) for x in report.restricted]
+
+
+def _variant_summary(baseline, value: float, max_exploitability: float | None):
+    """A variant's summary with figures unlike the baseline's, so that any of them shown is seen."""
+    from solver.analysis.sensitivity import VariantSummary
+
+    outcomes = {label: 0.0 for label in baseline.outcomes}
+    first, second = [label for label in outcomes if label != "unending"][:2]
+    outcomes.update({first: 0.61, second: 0.39})
+    return dataclasses.replace(VariantSummary.of(baseline, 1.0, False, max_exploitability=max_exploitability),
+                               value=value, outcomes=outcomes, expected_length=7.25)
+
+
+def test_a_variant_not_certified_or_kept_without_its_certificate_shows_no_number(tmp_path):
+    from solver.analysis.sensitivity import sensitivity_variants
+    from solver.report.build import build_report, findings_variant
+    from solver.report.entries import variant_entry, variant_from
+    from solver.report.render import render_report
+
+    rules = tiny_rules()
+    report = build_report(rules, tmp_path, sections=("headline",), workers=1)
+    variants, _ = sensitivity_variants(rules)
+    first = findings_variant(variants)
+    other = next(v for v in variants if v != first)
+    uncertified = _variant_summary(report.summary, 0.6125, EPSILON)
+    kept = variant_entry(uncertified)
+    assert variant_from(json.loads(json.dumps(kept))).max_exploitability == EPSILON  # the parts round trip
+    old = variant_from({key: value for key, value in kept.items() if key != "max_exploitability"})
+    assert old.certificate.text.startswith("not certified: certificate unknown")
+    shown = dataclasses.replace(report, sections=("headline", "sensitivity"),
+                                variants=[(first, uncertified), (other, old)])
+    html = render_report(shown)
+    for variant, text in ((first, "epsilon-optimal within 1.00e-03"), (other, "certificate unknown")):
+        row = _row_of(html, "sensitivity-table", variant.label)
+        assert text in row and "0.6125" not in row and "61.0%" not in row and "7.2" not in row
+    findings = html.split('id="findings"', 1)[1].split("</div>", 1)[0]
+    assert "no figure of it is given" in findings and "0.6125" not in findings
+    assert "Change in P1" not in html.split('id="sensitivity"', 1)[1]
+
+
+def test_a_variant_solved_for_the_report_keeps_its_certificate(tmp_path):
+    from solver.analysis.sensitivity import VariantJob, sensitivity_variants, summarise_variant
+
+    variants, _ = sensitivity_variants(tiny_rules())
+    variant = next(v for v in variants if v.start is None and v.same_game_as is None)
+    summary = summarise_variant(VariantJob(variant, str(tmp_path)))
+    assert summary.max_exploitability is not None and summary.certificate.certified
+
+
+def test_the_report_headline_of_an_uncertified_table_shows_the_mark(uncertified_solves, tmp_path):
+    from solver.report.build import build_report
+    from solver.report.render import render_report
+
+    report = build_report(tiny_rules(), tmp_path, sections=("headline",), workers=1)
+    html = render_report(report)
+    assert not report.certificate.certified
+    assert 'id="uncertified"' in html and "(not certified)" in html.split('id="value"', 1)[1].split("</tr>", 1)[0]
+    assert "not certified: epsilon-optimal within 1.00e-03" in html.split('id="certificate"', 1)[1][:200]
+
+
+# --- the explorer ----------------------------------------------------------------
+
+
+def test_the_explorer_shows_the_mark_on_the_page_in_api_query_and_compare(uncertified_solves, tmp_path):
+    from starlette.testclient import TestClient
+
+    from rules.charge_spark.config import RuleSet, apply_overrides
+    from solver.explore.answers import Explorer
+    from solver.explore.app import create_app
+    from solver.tables import solved_table
+
+    rules = apply_overrides(RuleSet(), [a for a in SMALL if a != "--set"])
+    cache = str(tmp_path / "cache")
+    solved_table(rules, cache)
+    client = TestClient(create_app(Explorer(rules, cache)))
+    try:
+        page = client.get("/", params={"position": "start"}).text
+        assert "(not certified)" in page.split('id="value-p1"', 1)[1][:200]
+        assert "not certified: epsilon-optimal within 1.00e-03" in page.split('id="certificate"', 1)[1][:200]
+        answer = client.get("/api/query", params={"position": "start"}).json()
+        assert answer["certified"] is False and answer["epsilon"] == pytest.approx(EPSILON)
+        items = [a for a in SMALL if a != "--set"]
+        compared = client.get("/api/compare", params=[(side, item) for side in "ab" for item in items]).json()
+        assert compared["a"]["certified"] is False and compared["b"]["epsilon"] == pytest.approx(EPSILON)
+        html = client.get("/compare", params=[(side, item) for side in "ab" for item in items]).text
+        assert 'id="certificate-a"' in html and 'id="certificate-b"' in html
+    finally:
+        client.app.state.rule_sets.solves.stop()
+
+
+@pytest.mark.slow
+def test_a_real_everett_game_is_solved_uncertified_and_said_so(tmp_path):
+    """Spark dealing 2 on the smallest board: a side has no stationary optimal strategy there, so
+    no solve can certify it to 1e-9 (about two minutes)."""
+    rules = ["--set", "board=S*M", "--set", "health=1", "--set", "damage.spark=2", "--cache-dir", str(tmp_path)]
+    solved = run("solve", *rules)
+    assert solved.exit_code == 3, solved.output
+    assert "NOT CERTIFIED" in solved.stdout and "states over the bound" in solved.stdout
+    assert list(tmp_path.glob("*.npz"))
+    answer = json.loads(run("query", "start", *rules, "--json").stdout)
+    assert answer["certified"] is False and answer["epsilon"] > CERTIFICATE_BOUND

@@ -88,6 +88,11 @@ def states_over_bound(result, shown: int = 5, chunk: int = 1 << 22) -> StatesOve
     return StatesOverBound(count, tuple(worst[:shown]))
 
 
+def largest_exploitability(result, chunk: int = 1 << 22) -> float:
+    """`result.max_exploitability`, in chunks: the table may be memory-mapped and larger than memory."""
+    return max((float(e.max(initial=0.0)) for _, e in _exploitability_chunks(result, chunk)), default=0.0)
+
+
 def _exploitability_chunks(result, chunk: int) -> Iterator[tuple[int, np.ndarray]]:
     for lo in range(0, result.num_states, chunk):
         part = slice(lo, lo + chunk)

@@ -18,6 +18,7 @@ from rules.charge_spark.config import RuleSet, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 
+from ..certificate import CertificateStatus, certificate_status
 from ..core.graph import distinct_sorted, expansion_of, segment_positions
 from ..core.play import reached_breadth_first, table_indices
 from ..core.protocol import Expansion, StochasticGame
@@ -79,6 +80,14 @@ class RestrictedValue:
     unplayed: bool = False
     """Not solved: P1's strategy in the rules' table never plays the card where its play reaches,
     so the value is the rules' (`unplayed_values`)."""
+    max_exploitability: float | None = None
+    """The solve's certificate over all its states (the rules' table's where `unplayed`); None where an
+    earlier version kept none, or nothing was had."""
+
+    @property
+    def certificate(self) -> CertificateStatus:
+        """Whether the value may be read as certified (not when the certificate is over its bound, or unknown)."""
+        return certificate_status(self.max_exploitability)
 
     @classmethod
     def from_entry(cls, card: str, entry: dict) -> RestrictedValue:
@@ -89,7 +98,8 @@ class RestrictedValue:
 
     def entry(self) -> dict:
         """What the results cache keeps of a restricted game that was had (`from_entry` reads it back)."""
-        return {"value": self.value, "seconds": self.seconds, "states": self.states, "unplayed": self.unplayed}
+        return {"value": self.value, "seconds": self.seconds, "states": self.states, "unplayed": self.unplayed,
+                "max_exploitability": self.max_exploitability}
 
 
 @dataclass(frozen=True)
@@ -134,7 +144,8 @@ def _value_without(job: RestrictedJob) -> RestrictedValue:
             max_states=job.max_states, warm=warm, resume_dir=resume,
         )
     return RestrictedValue(job.card, float(figures.values[0]), seconds=time.perf_counter() - started,
-                           warm_started=warm is not None, states=int(figures.num_states))
+                           warm_started=warm is not None, states=int(figures.num_states),
+                           max_exploitability=figures.max_exploitability)
 
 
 def unplayed_values(
@@ -142,7 +153,8 @@ def unplayed_values(
 ) -> list[RestrictedValue]:
     """The restricted values of the cards of `cards` that P1's strategy in the
     solved `result` (the rules' own table) never plays anywhere its play can
-    reach from the state coded `start`: each is the rules' value there, with no solve.
+    reach from the state coded `start`: each is the rules' value there, with no
+    solve (the caller knows the table's certificate: it is theirs too).
 
     Why: that strategy never plays the card, so it is a strategy of the
     restricted game too, and against every P2 strategy it plays out exactly as

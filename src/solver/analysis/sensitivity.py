@@ -27,6 +27,7 @@ from rules.charge_spark.notation import parse_position
 from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 
+from ..certificate import CertificateStatus, certificate_status, largest_exploitability
 from ..core.boundary import Boundary
 from ..core.graph import GraphTooLargeError
 from ..core.outcome import Outcome, Seat, kind_probability, win_probability
@@ -90,12 +91,18 @@ class VariantSummary:
     length_pmf: tuple[float, ...] = field(default=(), repr=False)
     warm_started: bool = False  # solved from the values of `VariantJob.warm_from` (same answer, sooner)
     states: int | None = None  # the variant table's states (None for another start, or kept by an earlier version)
+    max_exploitability: float | None = None  # the solve's certificate, over all its states (None: not kept)
 
     @classmethod
     def of(cls, summary: StartSummary, seconds: float, reused: bool, warm_started: bool = False,
-           states: int | None = None) -> VariantSummary:
+           states: int | None = None, max_exploitability: float | None = None) -> VariantSummary:
         return cls(summary.value, dict(summary.outcomes), summary.terminal_outcomes, summary.expected_length, seconds,
-                   reused, tuple(float(p) for p in summary.length_pmf), warm_started, states)
+                   reused, tuple(float(p) for p in summary.length_pmf), warm_started, states, max_exploitability)
+
+    @property
+    def certificate(self) -> CertificateStatus:
+        """Whether the figures may be read as certified (not when the certificate is over its bound, or unknown)."""
+        return certificate_status(self.max_exploitability)
 
     @property
     def length_beyond(self) -> float:
@@ -207,16 +214,16 @@ def _summary(job: VariantJob) -> VariantSummary:
         # Another start of a game: solved up to the game's stored table (whole if none is stored).
         key = fingerprint(variant.same_game_as)
         path = table_path(Path(job.cache_dir) if job.cache_dir else default_cache_dir(), key)
-        summary, _ = solve_to_boundary(path, key, lambda boundary: summary_from(
+        (summary, epsilon), _ = solve_to_boundary(path, key, lambda boundary: certified_summary_from(
             variant.rules, variant.start, job.length_turns, workers=job.workers, show_progress=job.show_progress,
             max_states=job.max_states, boundary=boundary,
         ), warn_on_stderr)
-        return VariantSummary.of(summary, time.perf_counter() - started, False)
+        return VariantSummary.of(summary, time.perf_counter() - started, False, max_exploitability=epsilon)
     if variant.start is None:
         return _rules_summary(job, started)
-    summary = summary_from(variant.rules, variant.start, job.length_turns, workers=job.workers,
-                           show_progress=job.show_progress, max_states=job.max_states)
-    return VariantSummary.of(summary, time.perf_counter() - started, False)
+    summary, epsilon = certified_summary_from(variant.rules, variant.start, job.length_turns, workers=job.workers,
+                                              show_progress=job.show_progress, max_states=job.max_states)
+    return VariantSummary.of(summary, time.perf_counter() - started, False, max_exploitability=epsilon)
 
 
 def _rules_summary(job: VariantJob, started: float) -> VariantSummary:
@@ -231,7 +238,8 @@ def _rules_summary(job: VariantJob, started: float) -> VariantSummary:
     stored = cached_table(path, key, warn_on_stderr, mapped=True) if path.is_file() else None
     if stored is not None:
         summary = summarise_from(game, stored, code, job.length_turns)
-        return VariantSummary.of(summary, time.perf_counter() - started, True, states=stored.num_states)
+        return VariantSummary.of(summary, time.perf_counter() - started, True, states=stored.num_states,
+                                 max_exploitability=largest_exploitability(stored))
     from ..core.solve import refuse_if_estimate_too_large, solve_from, solve_start_figures
 
     refuse_if_estimate_too_large(estimate_reachable(rules), "from the start", job.max_states, layered_bytes_per_state())
@@ -242,13 +250,14 @@ def _rules_summary(job: VariantJob, started: float) -> VariantSummary:
         # a whole solve, held (memory-mapped) only while it is read.
         result = solve_from(game, [code], **options)
         summary, states = summarise_from(game, result, code, job.length_turns), result.num_states
+        epsilon = largest_exploitability(result)
     else:
         # Half an hour at the printed rules' size: an interrupted report resumes the ranks it finished.
         kept = further_resume_dir(job.cache_dir, key, "start") if job.cache_dir else None
         with resuming_in(kept) as resume:
             figures = solve_start_figures(game, [code], hurried=True, resume_dir=resume, **options)
-        summary, states = figures_summary(figures, 0), figures.num_states
-    return VariantSummary.of(summary, time.perf_counter() - started, False, warm is not None, int(states))
+        summary, states, epsilon = figures_summary(figures, 0), figures.num_states, figures.max_exploitability
+    return VariantSummary.of(summary, time.perf_counter() - started, False, warm is not None, int(states), epsilon)
 
 
 def figures_summary(figures: StartFigures, i: int) -> StartSummary:
@@ -265,13 +274,22 @@ def summary_from(
 ) -> StartSummary:
     """The start summary of play from the position `start` (None: the rules'
     own start), solved now (not stored); up to `boundary`, if given."""
+    return certified_summary_from(rules, start, max_turns, workers=workers, show_progress=show_progress,
+                                  max_states=max_states, boundary=boundary)[0]
+
+
+def certified_summary_from(
+    rules: RuleSet, start: str | None, max_turns: int = 200, *, workers: int = 1, show_progress: bool = False,
+    max_states: int | None = None, boundary: Boundary | None = None,
+) -> tuple[StartSummary, float]:
+    """`summary_from`, with the solve's largest exploitability over its states (its certificate)."""
     from ..core.solve import solve_from
 
     game = ChargeSparkGame(rules)
     code = game.encode(parse_position(start, rules) if start is not None else initial_position(rules))
     result = solve_from(game, [code], show_progress=show_progress, workers=workers, max_states=max_states,
                         boundary=boundary)
-    return summarise_from(game, result, code, max_turns)
+    return summarise_from(game, result, code, max_turns), largest_exploitability(result)
 
 
 def variant_key(variant: Variant) -> str:

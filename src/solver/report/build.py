@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,7 @@ from ..analysis.stalls import (
     summary_length_figures,
 )
 from ..analysis.usage import CardUsage, choices_to_follow, usage_from_play
+from ..certificate import CertificateStatus, certificate_status, largest_exploitability
 from ..core.chain import TurnByTurn, turn_by_turn
 from ..core.graph import GraphTooLargeError
 from ..core.play import FollowedPlay, Play, follow_play
@@ -121,6 +122,11 @@ class Report:
     """Each part's cost, in the order the parts are made ("How this report was made")."""
     run_seconds: float = 0.0
     """Wall time of this run so far (the report's own part: the page is written after it)."""
+
+    @property
+    def certificate(self) -> CertificateStatus:
+        """The rules' table's: every figure of the report read from it carries its mark when it is not certified."""
+        return certificate_status(self.exploitability)
 
     @property
     def left_out(self) -> tuple[str, ...]:
@@ -205,8 +211,9 @@ def build_report(
     cards = parts.cached("cards", parts.cards, list, list) if "strength" in sections else []
     if cards:
         # The cards P1's play never uses need no restricted game: kept, they leave the plan.
-        keep_unplayed(parts.cached("unplayed cards", lambda: parts.unplayed(cards), _values_entry, _values_from),
-                      parts.results)
+        epsilon = known.headline[3]  # an unplayed card's value is the rules' table's: so is its certificate
+        keep_unplayed(parts.cached("unplayed cards", lambda: parts.unplayed(cards, epsilon), _values_entry,
+                                   _values_from), parts.results)
     parts.let_go()  # the table and its chain of play, before the solves
 
     variants, known.skipped = sensitivity_variants(rules) if "sensitivity" in sections else ([], [])
@@ -278,6 +285,7 @@ class _Known:
         summary, start, states, exploitability, stalled = self.headline
         parts = self.parts
         restricted = self.restricted if self.restricted is not None else self._restricted_so_far()
+        restricted = [with_table_certificate(r, exploitability) for r in restricted]
         solved = self.solved if self.solved is not None else self._variants_so_far()
         return Report(
             rules=self.rules, fingerprint=fingerprint(self.rules), states=states, exploitability=exploitability,
@@ -310,6 +318,14 @@ class _Known:
         else:  # each kept by an earlier run: their times side by side are not known, their sum is
             head = MadePart(PART_LABELS["further solves"], sum(p.seconds or 0.0 for p in solves), None, CACHED)
         return made + [head] + solves
+
+
+def with_table_certificate(value: RestrictedValue, exploitability: float) -> RestrictedValue:
+    """`value`, given the rules' table's certificate where it is that table's value (an unplayed card)
+    kept by an earlier version without one."""
+    if value.unplayed and value.max_exploitability is None:
+        return replace(value, max_exploitability=exploitability)
+    return value
 
 
 def findings_variant(variants: list[Variant]) -> Variant | None:
@@ -493,7 +509,7 @@ class _Parts:
         lasting = LengthAndStalls(summary_length_figures(summary), tuple(found), int(self.play.states.size))
         self.results.put_all({play_key(start): length_and_stalls_entry(lasting)})
         stalled = [(format_position(self.game.decode(s.position), self.rules), s) for s in found]
-        return (summary, result.answer(start, self.game), result.num_states, _max_exploitability(result), stalled)
+        return (summary, result.answer(start, self.game), result.num_states, largest_exploitability(result), stalled)
 
     def usage(self) -> CardUsage:
         return usage_from_play(self.game, self.table.result, self.followed, self._turn_by_turn())
@@ -540,9 +556,11 @@ class _Parts:
         """P1's cards legal somewhere in the table: one restricted game each."""
         return [self.game.action_labels[a] for a in legal_row_actions(self.table.result)]
 
-    def unplayed(self, cards: list[str]) -> list[RestrictedValue]:
-        """The restricted values of the cards of `cards` P1's play never uses: the rules' value, with no solve."""
-        return unplayed_values(self.game, self.table.result, self.table.start, cards)
+    def unplayed(self, cards: list[str], exploitability: float) -> list[RestrictedValue]:
+        """The restricted values of the cards of `cards` P1's play never uses: the rules' value, with no
+        solve, and the certificate of the rules' table (`exploitability`)."""
+        values = unplayed_values(self.game, self.table.result, self.table.start, cards)
+        return [with_table_certificate(value, exploitability) for value in values]
 
     def skill(self) -> list[PolicyResult]:
         """The skill gap: one pass a policy (and, where the table's strategies do not
@@ -613,14 +631,3 @@ def _values_entry(values: list[RestrictedValue]) -> list[dict]:
 
 def _values_from(entry: list[dict]) -> list[RestrictedValue]:
     return [RestrictedValue.from_entry(e["card"], e) for e in entry]
-
-
-def _max_exploitability(result, chunk: int = 1 << 22) -> float:
-    """`result.max_exploitability`, in chunks: the table may be memory-mapped and larger than memory."""
-    worst = 0.0
-    for lo in range(0, result.num_states, chunk):
-        part = slice(lo, lo + chunk)
-        values = np.asarray(result.values[part])
-        gap = np.maximum(values - result.p1_guarantee[part], result.p2_guarantee[part] - values)
-        worst = max(worst, float(gap.max(initial=0.0)))
-    return worst

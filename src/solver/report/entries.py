@@ -99,10 +99,12 @@ def figures_from(entry: dict) -> PlayFigures:
 def variant_entry(summary: VariantSummary) -> dict:
     return {"value": summary.value, "outcomes": summary.outcomes, "expected_length": summary.expected_length,
             "seconds": summary.seconds, "length_pmf": list(summary.length_pmf), "states": summary.states,
-            "terminal_outcomes": outcomes_entry(summary.terminal_outcomes)}
+            "terminal_outcomes": outcomes_entry(summary.terminal_outcomes),
+            "max_exploitability": summary.max_exploitability}
 
 
 def variant_from(entry: dict) -> VariantSummary:
+    """A kept variant; one kept before the certificate was has none (`certificate` unknown: not certified)."""
     return VariantSummary(entry["value"], dict(entry["outcomes"]), outcomes_from(entry["terminal_outcomes"]),
                           entry["expected_length"], entry["seconds"], True, tuple(entry["length_pmf"]),
-                          states=entry.get("states"))
+                          states=entry.get("states"), max_exploitability=entry.get("max_exploitability"))

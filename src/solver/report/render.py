@@ -125,28 +125,31 @@ def report_charts(r: Report) -> dict:
     """Every chart of the sections shown that has something to draw (a report
     written while it runs may not have every section's numbers yet)."""
     baseline = r.summary
-    labels = [v.label for v, _ in r.variants]
+    # A further solve that is not certified shows no number: it is drawn in no chart either.
+    restricted = [x for x in r.restricted if x.certificate.certified]
+    variants = [(v, s) for v, s in r.variants if s.certificate.certified]
+    labels = [v.label for v, _ in variants]
     out = {"length": _length_chart(r.summary.length_pmf, "How long games last under optimal play")}
-    if r.restricted:
+    if restricted:
         out["restricted"] = charts.bar_chart(
-            "Change in P1's value when P1 may not play the card", [x.card for x in r.restricted],
-            [100 * (x.value - baseline.value) for x in r.restricted],
+            "Change in P1's value when P1 may not play the card", [x.card for x in restricted],
+            [100 * (x.value - baseline.value) for x in restricted],
             "change in value to P1 (percentage points)", fmt=signed, signed=True,
         )
-    if r.variants:
+    if variants:
         out["sensitivity_length"] = charts.bar_chart(
             "Change in expected game length from the baseline rules", labels,
-            [s.expected_length - baseline.expected_length for _, s in r.variants],
+            [s.expected_length - baseline.expected_length for _, s in variants],
             "change in expected length (turns, given the game ends)", fmt=signed, signed=True,
         )
         out["sensitivity_knockout"] = charts.bar_chart(
             "Change in the share of games won by knock-out", labels,
-            [100 * (s.by(KNOCK_OUT) - baseline.by(KNOCK_OUT)) for _, s in r.variants],
+            [100 * (s.by(KNOCK_OUT) - baseline.by(KNOCK_OUT)) for _, s in variants],
             "change in P(a player wins by knock-out) (percentage points)", fmt=signed, signed=True,
         )
         out["sensitivity_value"] = charts.bar_chart(
             "Change in P1's value at the start from the baseline rules", labels,
-            [100 * (s.value - baseline.value) for _, s in r.variants],
+            [100 * (s.value - baseline.value) for _, s in variants],
             "change in value to P1 (percentage points)", fmt=signed, signed=True,
         )
     if r.skill:
@@ -190,16 +193,22 @@ TIED = 1e-9
 def findings(r: Report) -> dict:
     """The answers a designer looks for first. The strongest card is every
     card tied for the lowest restricted value, the least missed every card
-    tied for the highest (none when all cards tie)."""
-    solved = [x for x in r.restricted if x.error is None]  # in card order, ties too
+    tied for the highest (none when all cards tie). A further solve that is
+    not certified is no ground for a finding: its card is left out of the
+    comparison (and named), its variant answers nothing."""
+    had = [x for x in r.restricted if x.error is None]
+    solved = [x for x in had if x.certificate.certified]  # in card order, ties too
     low, high = min((x.value for x in solved), default=0.0), max((x.value for x in solved), default=0.0)
     strongest = [x for x in solved if x.value <= low + TIED]
     least = [x for x in solved if x.value >= high - TIED] if len(strongest) < len(solved) else []
     first = findings_variant([v for v, _ in r.variants])
     cost_up = next(((v, s) for v, s in r.variants if v == first), None) if first else None
+    uncertified_cost_up = cost_up if cost_up is not None and not cost_up[1].certificate.certified else None
     return {"strongest": strongest, "strongest_cards": _listed([x.card for x in strongest]),
             "least": least, "least_cards": _listed([x.card for x in least]),
-            "dead": r.usage.dead if r.usage else None, "cost_up": cost_up,
+            "uncertified_cards": _listed([x.card for x in had if not x.certificate.certified]),
+            "dead": r.usage.dead if r.usage else None, "cost_up": None if uncertified_cost_up else cost_up,
+            "uncertified_cost_up": uncertified_cost_up,
             "cost_up_card": FINDINGS_CARD, "knockout": r.summary.by(KNOCK_OUT), "moon": r.summary.by(MOON)}
 
 
