@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from rules.charge_spark.config import RulesError, RuleSet, apply_overrides, differences_from_default, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 
+from ..certificate import CertificateStatus, certificate_status
 from ..core.table_file import table_path
 from ..core.table_reader import TableReader
 from ..storage import TABLE_FORMAT, default_cache_dir
@@ -53,9 +54,15 @@ class Side:
     start: dict  # the object `query start --json` prints
     usage: dict[str, dict[str, float]] | None  # "p1", "p2": each card's share of that player's plays; None: not computed
 
+    @property
+    def certificate(self) -> CertificateStatus:
+        """Its table's, as its start's answer gives it: every figure of the side carries its mark."""
+        return certificate_status(self.start["certificate"]["max_exploitability_all_states"])
+
     def as_json(self) -> dict:
         return {"settings": list(self.settings), "fingerprint": self.explorer.fingerprint,
-                "changed": differences_from_default(self.explorer.rules), "start": self.start, "usage": self.usage}
+                "changed": differences_from_default(self.explorer.rules), **self.certificate.as_json(),
+                "start": self.start, "usage": self.usage}
 
 
 def side_of(explorer: Explorer, settings: Sequence[str]) -> Side:

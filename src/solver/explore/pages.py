@@ -21,6 +21,7 @@ from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, differences_from_default
 from rules.charge_spark.state import Position
 
+from ..certificate import certificate_status
 from ..core.outcome import Seat, win_probability
 from .answers import Answered, Branch, Explorer
 from .board_svg import board_svg
@@ -78,8 +79,9 @@ def site(explorer: Explorer, answered: Answered | None = None, here: str | None 
     ]
     if answered is not None:
         result = answered.result
+        status = certificate_status(result.table_max_exploitability)
         assumptions.append(("certificate", f"largest exploitability over all {result.table_states:,} states of the"
-                                           f" table {result.table_max_exploitability:.1e}"))
+                                           f" table {result.table_max_exploitability:.1e}: {status.mark}"))
     return Site(rules.name or "(unnamed)", explorer.fingerprint, " ".join(differences_from_default(rules)) or "none",
                 tuple(assumptions), link(explorer, "/", position="start"), explorer.settings,
                 tuple(rules_keys(rules).items()), url("/", position=here or "start"))
@@ -148,7 +150,8 @@ def position_page(explorer: Explorer, position: Position, *, step_from: Position
     text = explorer.text(position)
     selected = (cards[0].label, cards[1].label) if cards and step_from is None else None
     view = {
-        "text": text, "answer": answer, "p1_win": win_probability(answer.terminal_probability, outcomes, Seat.P1),
+        "text": text, "answer": answer, "certificate": certificate_status(answered.result.table_max_exploitability),
+        "p1_win": win_probability(answer.terminal_probability, outcomes, Seat.P1),
         "p2_win": win_probability(answer.terminal_probability, outcomes, Seat.P2),
         "length": _length(answer.expected_length),
         "source": ("read from the stored table" if answered.source is not None else
@@ -242,7 +245,7 @@ def compare_page(sides: Sequence[tuple[str, Sequence[str]]], compared: tuple[Sid
                 "b_text": _figure(row.b, row.unit), "difference_text": _figure(row.difference, row.unit, signed=True)})
         missing = [name for name, side in zip("ab", compared) if side.usage is None]
         view = {
-            "sides": [{"name": name, "fingerprint": side.explorer.fingerprint,
+            "sides": [{"name": name, "fingerprint": side.explorer.fingerprint, "certificate": side.certificate,
                        "changed": " ".join(differences_from_default(side.explorer.rules)) or "none",
                        "url": link(side.explorer, "/", position="start")} for name, side in zip("ab", compared)],
             "sections": list(sections.items()),
