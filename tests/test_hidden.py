@@ -394,7 +394,8 @@ def test_forgetting_kept_turns_between_phases_changes_no_figure(monkeypatch):
 
     def forget_all(self, most=phase_tree.KEPT_TURNS):
         trim(self, 0)
-        sizes.append(len(self._expansions) + len(self._seen) + len(self._values) + self.decode.cache_info().currsize)
+        sizes.append(len(self._expansions) + len(self._seen) + len(self._values) + len(self._telling)
+                     + self.decode.cache_info().currsize)
 
     monkeypatch.setattr(phase_tree.OpenGame, "trim", forget_all)
     forgotten = hidden_analysis(rules, table)

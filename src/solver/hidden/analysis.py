@@ -22,7 +22,9 @@ solved exactly, a lower bound that still holds:
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -31,7 +33,7 @@ from rules.charge_spark.cards import Card
 from rules.charge_spark.notation import format_position
 
 from ..core.graph import segment_positions
-from ..core.sequence_form import Behaviour, best_response, solve_tree
+from ..core.sequence_form import Behaviour, SequenceFormError, best_response, solve_tree
 from .phase_tree import OpenGame, Phase, PhaseTree, WildBounds
 from .starts import PhaseStart
 
@@ -39,6 +41,13 @@ EXACT = 1e-9
 """Bracket width under which a phase's value counts as exact."""
 DEFAULT_MAX_NODES = 200_000
 DEFAULT_MAX_HORIZON = 40
+
+Warn = Callable[[str], None]
+
+
+def warn_on_stderr(message: str) -> None:
+    """One warning line on stderr, as the command line writes them (the default `Warn`)."""
+    print(f"charge-spark: warning: {message}", file=sys.stderr)
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,9 @@ class StartResult:
     """P2's wild-game bound on P1's value at the start (None: no wild table given)."""
     relaxed_upper: float | None = None
     """P1's wild-game bound on P1's value at the start (None: no wild table given)."""
+    certified: bool = True
+    """False where the bounds crossed by more than round-off (lower > upper): one of them
+    is then not a bound, both are kept as found, and the start is not exact."""
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -85,6 +97,8 @@ class Summary:
     seconds: float
     max_width: float = 0.0
     """The widest bracket (upper - lower) over the starts; 0 where every one is exact."""
+    uncertified: int = 0
+    """Starts whose bounds crossed (`StartResult.certified`)."""
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -112,19 +126,22 @@ def naive_behaviour(phase_tree: PhaseTree, open_game: OpenGame, seat: int) -> Be
 
 def solve_start(
     open_game: OpenGame, start: PhaseStart, *, max_horizon: int = DEFAULT_MAX_HORIZON, max_nodes: int = DEFAULT_MAX_NODES,
-    wild: WildBounds | None = None,
+    wild: WildBounds | None = None, warn: Warn = warn_on_stderr,
 ) -> StartResult:
     """Bracket one phase's value, growing the horizon while the tree fits the cap;
-    `wild`: the wild games' bounds, for the horizon's leaves and the start's own."""
-    return bracket_start(open_game, start, max_horizon=max_horizon, max_nodes=max_nodes, wild=wild)[0]
+    `wild`: the wild games' bounds, for the horizon's leaves and the start's own;
+    `warn`: told of an LP that ended without an optimum, or of bounds that crossed."""
+    return bracket_start(open_game, start, max_horizon=max_horizon, max_nodes=max_nodes, wild=wild, warn=warn)[0]
 
 
 def bracket_start(
     open_game: OpenGame, start: PhaseStart, *, max_horizon: int = DEFAULT_MAX_HORIZON, max_nodes: int = DEFAULT_MAX_NODES,
-    wild: WildBounds | None = None,
+    wild: WildBounds | None = None, warn: Warn = warn_on_stderr,
 ) -> tuple[StartResult, PhaseTree]:
     """`solve_start`, with the last tree solved (the one its figures come from)."""
     began = time.perf_counter()
+    where = _where(open_game, start)
+    named = f"the hidden phase from {where['position']} | {where['played']}"
     phase = Phase(open_game, list(start.worlds), wild=wild)
     total = sum(world.chance for world in start.worlds)
     open_average = sum(world.chance * open_game.value(world.code) for world in start.worlds) / total
@@ -141,34 +158,41 @@ def bracket_start(
         candidate = phase.tree(h)
         if len(candidate.tree) > max_nodes:
             break
-        low = solve_tree(candidate.tree, candidate.lower).value
-        high = solve_tree(candidate.tree, candidate.upper).value
+        try:
+            low = solve_tree(candidate.tree, candidate.lower).value
+            high = solve_tree(candidate.tree, candidate.upper).value
+        except SequenceFormError as error:  # every horizon's bracket is honest: the last one solved stands
+            said = " ".join(str(error).split())  # one line, whatever HiGHS's message holds
+            warn(f"{named}: the LP of horizon {h} ended without an optimum ({said}); bounds of horizon {horizon} kept")
+            break
         best, horizon = candidate, h
         lower, upper = max(lower, low), min(upper, high)
         if candidate.horizon_leaves == 0:
             break  # the whole phase fits: nothing is left to bound
-    if lower > upper:  # the two LPs' round-off where the bracket has closed
-        if lower - upper > EXACT:
-            raise ArithmeticError(f"phase bounds crossed: lower {lower!r} > upper {upper!r}")
+    certified = lower - upper <= EXACT
+    if not certified:
+        warn(f"{named}: bounds not certified, lower {lower!r} > upper {upper!r} at horizon {horizon}")
+    elif lower > upper:  # the two LPs' round-off where the bracket has closed
         lower = upper = (lower + upper) / 2
     holder = 1 if start.holder == "P2" else 0
     sign = 1.0 if holder == 0 else -1.0
     gain = sign * ((lower if holder == 0 else upper) - open_average) + 0.0  # + 0.0: no -0.0 printed
     loss, exploit = _strategy_figures(best, open_game, holder, lower, upper) if len(best.tree) > 1 else (0.0, 0.0)
     result = StartResult(
-        **_where(open_game, start),
+        **where,
         open_average=open_average,
         lower=lower,
         upper=upper,
         horizon=horizon,
         nodes=len(best.tree),
-        exact=upper - lower <= EXACT,
+        exact=certified and upper - lower <= EXACT,
         gain=gain,
         holder_open_loss=loss,
         naive_exploitability=exploit,
         seconds=time.perf_counter() - began,
         relaxed_lower=relaxed[0],
         relaxed_upper=relaxed[1],
+        certified=certified,
     )
     return result, best
 
@@ -253,4 +277,5 @@ def summarise(results: list[StartResult], seconds: float) -> Summary:
         max_gain_position=(f"{results[top].position} (played {results[top].played})" if top is not None else None),
         seconds=seconds,
         max_width=max((r.upper - r.lower for r in results), default=0.0),
+        uncertified=sum(not r.certified for r in results),
     )

@@ -10,16 +10,18 @@ a public node together with its own draws, so play reveals what it reveals
 (a card played, or not played) and nothing else.
 
 A public node where, in every world, each player can tell the position from
-what it has seen ends the phase: from there on the game is open, and each
-world is worth its open value. So is a world the game leaves (a win). The
-horizon's leaves are valued twice, at honest bounds of what the rest of the
-phase is worth: a player who can tell the position can hold its open value
-(it plays its open strategy), so the world is worth at least that to P1 if P1
-can tell it and at most that if P2 can; otherwise the bound is the payoff's
-floor (0) or ceiling (1), or, given the wild games' bounds (`wild_table`),
-the bound of the wild game of the side that cannot tell: that side's
-opponent plays its wild strategy from there, which reads only what it knows.
-Solving the tree at both valuations brackets the phase's value.
+what it has seen ends the phase: from there on the game is open by the
+phase's definition, and each world is worth its open value. So is a world
+the game leaves (a win). The horizon's leaves are valued twice, at honest
+bounds of what the rest of the phase is worth: a player who can tell the
+position, and will go on telling it (`keeps_telling`: no later draw of the
+opponent can be hidden from it), can hold its open value by playing its open
+strategy, so the world is worth at least that to P1 if P1 keeps telling it
+and at most that if P2 does; otherwise the bound is the payoff's floor (0) or
+ceiling (1), or, given the wild games' bounds (`wild_table`), the bound of
+the wild game of the side that cannot tell: that side's opponent plays its
+wild strategy from there, which reads only what it knows. Solving the tree
+at both valuations brackets the phase's value.
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ from functools import lru_cache
 import numpy as np
 
 from rules.charge_spark.cards import Card
+from rules.charge_spark.config import RuleSet
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.hidden import Known, all_known, drawn_cards, known_after_turn, public_view
+from rules.charge_spark.state import Position
 
 from ..core.game_tree import GameTree
 from ..core.result import SolveResult
@@ -71,6 +75,18 @@ class PublicNode:
         return {draws: len(found) == 1 for draws, found in codes.items()}
 
 
+def keeps_telling(position: Position, rules: RuleSet, seat: int) -> bool:
+    """Whether `seat`, telling `position` now, goes on telling it whatever comes: its
+    opponent can draw no card `seat` could not tell, because the opponent's pawn has
+    no star ahead or the pile holds one kind at most (played cards never go back to
+    it, so it only shrinks). Otherwise a later draw may hide from `seat` which world
+    it is in, and its open strategy, which reads the opponent's hand, is not a strategy."""
+    if len(position.bonus_pile(rules)) <= 1:
+        return True
+    progress = position.player(1 - seat).progress
+    return not any(rules.is_star(ahead) for ahead in range(progress + 1, rules.moves_to_moon))
+
+
 KEPT_TURNS = 1 << 20
 """Turns, seen cards and values an `OpenGame` keeps between phases (`OpenGame.trim`)."""
 
@@ -85,6 +101,7 @@ class OpenGame:
         self._expansions: dict[int, tuple] = {}
         self._seen: dict[tuple, tuple] = {}
         self._values: dict[int, float] = {}
+        self._telling: dict[tuple[int, int], bool] = {}
 
     def trim(self, most: int = KEPT_TURNS) -> None:
         """Forget what was kept of turns and values once it passes `most`
@@ -92,10 +109,11 @@ class OpenGame:
         trees recur over the same turns, different phases much less, and the
         printed rules' eight phases kept 2.7 GB of them (and 5 GB of the
         table's pages) by the last."""
-        if len(self._expansions) + len(self._seen) + len(self._values) + self.decode.cache_info().currsize > most:
+        if len(self._expansions) + len(self._seen) + len(self._values) + len(self._telling) + self.decode.cache_info().currsize > most:
             self._expansions.clear()
             self._seen.clear()
             self._values.clear()
+            self._telling.clear()
             self.decode.cache_clear()
         self.table.release_mapped_pages()
 
@@ -138,6 +156,13 @@ class OpenGame:
             found = self._values[code] = float(self.table.values[self.table.index_of(code)])
         return found
 
+    def keeps_telling(self, code: int, seat: int) -> bool:
+        """`keeps_telling` at the position `code`, kept once computed."""
+        found = self._telling.get((code, seat))
+        if found is None:
+            found = self._telling[(code, seat)] = keeps_telling(self.decode(code), self.game.rules, seat)
+        return found
+
     def terminal_payoff(self, outcome: int) -> float:
         return float(self.game.terminal_payoff[outcome])
 
@@ -168,14 +193,17 @@ class Phase:
 
     def __init__(
         self, open_game: OpenGame, worlds: list[World], *, reveal: bool = False, stop_when_known: bool = True,
-        wild: WildBounds | None = None,
+        wild: WildBounds | None = None, open_leaves: bool = True,
     ) -> None:
         """`reveal`: every drawn card is shown (the open game, as a check of the tree);
         `stop_when_known`: end the phase where everything can be told (off: grow
         the tree to the horizon anyway, a check that doing so changes nothing);
-        `wild`: the wild games' bounds, for the horizon's leaves (else the payoff's floor and ceiling)."""
+        `wild`: the wild games' bounds, for the horizon's leaves (else the payoff's floor and ceiling);
+        `open_leaves`: a horizon leaf is worth the open value on the side of a player who keeps
+        telling the position (off: the floor, ceiling or wild bounds alone, the reference the tests check against)."""
         self.open = open_game
         self.wild = wild
+        self.open_leaves = open_leaves
         self.reveal = reveal
         self.stop_when_known = stop_when_known
         self.nodes: list[PublicNode] = []
@@ -238,6 +266,13 @@ class Phase:
                 self._expand(index)
             index += 1
 
+    def _holds_open(self, node: PublicNode, world: World, seat: int) -> bool:
+        """Whether `seat` can hold `world`'s open value from this leaf on: it tells the
+        position now and no later draw can hide it (telling it now is not enough: an
+        opponent's draw from a pile of two kinds would leave it guessing again)."""
+        return (self.open_leaves and node.tells(seat)[world.draws[seat]]
+                and self.open.keeps_telling(world.code, seat))
+
     def tree(self, horizon: int) -> PhaseTree:
         """The game tree of the first `horizon` turns (0: the leaves at the draw)."""
         self.grow_to(horizon)
@@ -272,10 +307,8 @@ class Phase:
             if node.depth >= horizon:
                 horizon_leaves += 1
                 value = open_game.value(world.code)
-                p1_tells = node.tells(0)[world.draws[0]]
-                p2_tells = node.tells(1)[world.draws[1]]
-                low = value if p1_tells else PAYOFF_FLOOR
-                high = value if p2_tells else PAYOFF_CEILING
+                low = value if self._holds_open(node, world, 0) else PAYOFF_FLOOR
+                high = value if self._holds_open(node, world, 1) else PAYOFF_CEILING
                 if self.wild is not None:
                     # Each side may instead play its wild strategy, a function of what it knows alone:
                     # its bound holds in every world it cannot tell apart (it is the same there).

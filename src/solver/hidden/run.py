@@ -20,10 +20,12 @@ from .analysis import (
     DEFAULT_MAX_NODES,
     StartResult,
     Summary,
+    Warn,
     bracket_start,
     mirrored,
     strategies_mirror,
     summarise,
+    warn_on_stderr,
 )
 from .frequency import frequent_starts, play_and_visits, start_frequencies
 from .phase_tree import OpenGame, PhaseTree
@@ -36,6 +38,10 @@ MODEL = (
     " gains and losses are the holder's (the player who drew; P1 where both drew)"
 )
 
+
+LEAF_RULE = "open value where a side keeps telling"
+"""How the horizon's leaves are valued, kept with each analysis: one kept without it gave a side its
+open value where it could tell the position but a later draw could hide it (not a bound), and is made again."""
 
 ALL_PHASES_UP_TO = 1_000_000
 """Tables up to this many states get every hidden phase solved; larger ones
@@ -74,11 +80,15 @@ class HiddenAnalysis:
             "summary": self.summary.as_json(),
             "game_lower": self.game_lower,
             "game_upper": self.game_upper,
+            "leaf_rule": LEAF_RULE,
         }
 
     @classmethod
     def from_json(cls, rules: RuleSet, entry: dict) -> HiddenAnalysis:
-        """The analysis `as_json` wrote, for `rules` (the report's results cache keeps it so)."""
+        """The analysis `as_json` wrote, for `rules` (the report's results cache keeps it so);
+        KeyError for one made with another leaf rule (`LEAF_RULE`), unless it has no phase to differ in."""
+        if entry["starts"] and entry.get("leaf_rule") != LEAF_RULE:
+            raise KeyError("leaf_rule")
         starts = [dict(s) for s in entry["starts"]]
         frequency = [s.pop("per_game") for s in starts]
         return cls(
@@ -92,14 +102,15 @@ def hidden_analysis(
     rules: RuleSet, table: SolveResult, *, max_horizon: int = DEFAULT_MAX_HORIZON, max_nodes: int = DEFAULT_MAX_NODES,
     frequent: int | None = None, progress: Callable[[int, int], None] | None = None,
     play: tuple[Play, np.ndarray] | None = None, on_tree: Callable[[int, StartResult, PhaseTree], None] | None = None,
-    wild: WildTable | None = None,
+    wild: WildTable | None = None, warn: Warn = warn_on_stderr,
 ) -> HiddenAnalysis:
     """Solve the hidden phases of `rules`: all of them, or the `frequent` most
     frequent in play from the start (by default where the table is larger than
     `ALL_PHASES_UP_TO`). `play`: play from the start under the table's
     strategies with its states' expected visits, if known already. `on_tree(k,
     result, tree)` gets each start's last tree solved, as it is solved. `wild`: the
-    rules' wild table, for both wild bounds of each start and the horizon's leaves."""
+    rules' wild table, for both wild bounds of each start and the horizon's leaves. `warn`: told, a
+    line each, of a phase whose LP ended without an optimum or whose bounds crossed (never raised)."""
     if frequent is None and table.table_states > ALL_PHASES_UP_TO:
         frequent = MOST_FREQUENT
     game = ChargeSparkGame(rules)
@@ -133,7 +144,8 @@ def hidden_analysis(
         if twin is not None:
             results.append(mirrored(results[twin], twin, open_game, phase_start))
         else:
-            result, tree = bracket_start(open_game, phase_start, max_horizon=max_horizon, max_nodes=max_nodes, wild=bounds)
+            result, tree = bracket_start(open_game, phase_start, max_horizon=max_horizon, max_nodes=max_nodes, wild=bounds,
+                                         warn=warn)
             results.append(result)
             solved[frozenset(phase_start.outcomes)] = k
             if on_tree is not None:

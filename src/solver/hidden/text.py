@@ -9,7 +9,10 @@ from .run import MODEL, HiddenAnalysis
 
 
 def hidden_value(result: StartResult) -> str:
-    """The value, or the bracket (labelled) where the phase is not solved exactly."""
+    """The value, or the bracket (labelled) where the phase is not solved exactly, or
+    both crossed bounds where they are not certified."""
+    if not result.certified:
+        return f"not certified [{result.lower:.4f}>{result.upper:.4f}]"
     if result.exact:
         return f"{result.lower:.6f}"
     return f"bounds [{result.lower:.4f},{result.upper:.4f}]"
@@ -43,6 +46,9 @@ def hidden_text(analysis: HiddenAnalysis, header: list[str], shown: int | None) 
         lines.append(f"exact        {exact_line}")
         lines.append(f"gain         largest {s.max_gain:+.6f} at {s.max_gain_position};"
                      f" mean {s.mean_gain:+.6f} (lower bounds where not exact)")
+    if s.uncertified:
+        lines.append(f"not certified {s.uncertified:,} of {s.starts:,}: their bounds crossed (lower > upper), so one of them"
+                     " is not a bound; both are shown as found")
     if analysis.game_lower is not None and analysis.game_upper is not None:
         lines.append(f"whole game   P1's value at the start with every drawn card hidden: bounds"
                      f" [{analysis.game_lower:.4f},{analysis.game_upper:.4f}] (the wild games)")
