@@ -45,6 +45,7 @@ def test_certified_means_at_most_the_bound():
     assert not status.certified and status.epsilon == 2.5e-1
     assert status.text == "not certified: epsilon-optimal within 2.50e-01 (bound 1e-09; 3 states over the bound)"
     assert status.as_json() == {"certified": False, "epsilon": 2.5e-1, "states_over_bound": 3}
+    assert certificate_status(2.5e-1).text.endswith("(bound 1e-09)")  # a table stored without the count
     unknown = certificate_status(float("nan"))
     assert not unknown.certified and not unknown.known and "unknown" in unknown.text
 
@@ -71,9 +72,11 @@ def test_query_of_an_uncertified_table_shows_the_mark(uncertified_solves):
     lines = text.stdout.splitlines()
     value = next(i for i, line in enumerate(lines) if line.startswith("value "))
     assert lines[value].endswith("(to P1) (not certified)")
-    assert lines[value + 1] == "certificate  NOT CERTIFIED: epsilon-optimal within 1.00e-03 (bound 1e-09)"
+    assert lines[value + 1] == ("certificate  NOT CERTIFIED: epsilon-optimal within 1.00e-03 (bound 1e-09;"
+                                " 2 states over the bound)")  # the count as the stored table's metadata records it
     answer = json.loads(run("query", "start", *SMALL, "--json").stdout)
     assert answer["certified"] is False and answer["epsilon"] == pytest.approx(EPSILON)
+    assert answer["states_over_bound"] == 2
 
 
 def test_a_certified_table_is_not_marked():
@@ -99,7 +102,8 @@ def test_sweep_rows_of_an_uncertified_table_show_the_mark(uncertified_solves, tm
     CsvRows(stream, []).write(row)
     written = next(csv.DictReader(io.StringIO(stream.getvalue())))
     assert float(written["max_exploitability"]) == pytest.approx(EPSILON)
-    assert written["certificate"] == "not certified: epsilon-optimal within 1.00e-03 (bound 1e-09)"
+    assert written["certificate"] == ("not certified: epsilon-optimal within 1.00e-03 (bound 1e-09; 2 states over"
+                                      " the bound)")
     axes = [parse_grid("board=SM")]
     page = sweep_page("t", axes, grid_points(rules, axes), [row])
     assert "<td>0.5 (not certified)</td>" in page
@@ -247,6 +251,7 @@ def test_the_explorer_shows_the_mark_on_the_page_in_api_query_and_compare(uncert
         items = [a for a in SMALL if a != "--set"]
         compared = client.get("/api/compare", params=[(side, item) for side in "ab" for item in items]).json()
         assert compared["a"]["certified"] is False and compared["b"]["epsilon"] == pytest.approx(EPSILON)
+        assert compared["a"]["states_over_bound"] == 2
         html = client.get("/compare", params=[(side, item) for side in "ab" for item in items]).text
         assert 'id="certificate-a"' in html and 'id="certificate-b"' in html
     finally:

@@ -18,7 +18,7 @@ from rules.charge_spark.notation import format_position
 from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import Position, initial_position
 
-from .certificate import certificate_status
+from .certificate import table_certificate
 from .core.outcome import Seat, win_probability
 from .core.resources import usable_cores
 from .core.result import SolveResult, StateAnswer
@@ -120,7 +120,7 @@ def query_json(
         "p2_strategy": answer.col_strategy,
         "matrix": {"rows": list(answer.rows), "cols": list(answer.cols), "values": [list(r) for r in answer.matrix]},
         "exploitability": answer.exploitability,
-        **certificate_status(result.table_max_exploitability).as_json(),  # every figure above is of that table
+        **table_certificate(result).as_json(),  # every figure above is of that table
         "certificate": {
             "exploitability": answer.exploitability,
             "p1_guarantee": answer.p1_guarantee,

@@ -88,6 +88,28 @@ def states_over_bound(result, shown: int = 5, chunk: int = 1 << 22) -> StatesOve
     return StatesOverBound(count, tuple(worst[:shown]))
 
 
+def table_certificate(result) -> CertificateStatus:
+    """The status of the whole table a `SolveResult` is (or is part of): from the stored table's header
+    where it holds part of one (the count over the bound where the header records it: `certificate_meta`),
+    else from its states, read in chunks, counted only when over the bound."""
+    if result.whole_states is not None:
+        return certificate_status(result.whole_max_exploitability, result.whole_states_over_bound)
+    return _counted(largest_exploitability(result), result)
+
+
+def certificate_meta(result) -> dict:
+    """What a stored table's metadata records of its certificate beyond its largest exploitability (which
+    the header holds already): the count of states over the bound, where there are any."""
+    status = table_certificate(result)
+    return {} if status.certified or status.states_over_bound is None else {
+        "states_over_bound": status.states_over_bound}
+
+
+def _counted(epsilon: float, result) -> CertificateStatus:
+    status = certificate_status(epsilon)
+    return status if status.certified else certificate_status(epsilon, states_over_bound(result, 0).count)
+
+
 def largest_exploitability(result, chunk: int = 1 << 22) -> float:
     """`result.max_exploitability`, in chunks: the table may be memory-mapped and larger than memory."""
     return max((float(e.max(initial=0.0)) for _, e in _exploitability_chunks(result, chunk)), default=0.0)

@@ -34,7 +34,7 @@ from rules.charge_spark.turn import KNOCK_OUT, MOON
 
 from .analysis.results_cache import ResultsCache
 from .answering import answer_at, lasting_at, query_json
-from .certificate import CERTIFICATE_BOUND, CertificateStatus, certificate_status, states_over_bound
+from .certificate import CERTIFICATE_BOUND, CertificateStatus, certificate_status, states_over_bound, table_certificate
 from .core.files import OutputError, check_writable, write_text_atomically, writes_through
 from .core.outcome import Outcome, Seat, win_probability
 from .core.resources import FOLLOW_PLAY_BYTES_PER_STATE, states_that_fit, usable_cores
@@ -225,7 +225,7 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
              " of memory, more than is available ('query start --follow-play' computes them where it fits)")
     game = ReferenceChargeSparkGame(rule_set) if reused else ChargeSparkGame(rule_set)
     answer = result.answer(code, game)
-    status = certificate_status(result.table_max_exploitability)
+    status = table_certificate(result)
     over_lines: list[str] = []
     if not status.certified:  # never silent: the states over the bound are named, and the exit status says so
         whole = result if not reused else stored_whole(path, key)
@@ -780,7 +780,7 @@ def query_text(
 ) -> str:
     width = max(len(c) for c in answer.rows + answer.cols) + 1
     header = " " * width + "".join(f"{c:>{width + 2}}" for c in answer.cols)
-    status = certificate_status(result.table_max_exploitability)
+    status = table_certificate(result)
     lines = [
         f"rules        {rule_set.name or '(unnamed)'}  [fingerprint {fingerprint(rule_set)}]",
         f"changed      {rules_difference(rule_set)}",

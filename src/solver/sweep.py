@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from rules.charge_spark.config import RulesError, RuleSet, apply_overrides, fingerprint
 from rules.charge_spark.game import ChargeSparkGame
 
-from .certificate import CertificateStatus, certificate_status
+from .certificate import CertificateStatus, certificate_status, table_certificate
 from .core import resources
 from .core.graph import GraphTooLargeError
 from .core.jobs import dask_client, run_jobs, worker_memory_limit
@@ -155,6 +155,7 @@ class SweepRow:
     reused: bool  # the table came from the cache
     error: str | None = None  # set when the rule set could not be solved; the numbers are then nan
     max_exploitability: float = math.nan  # the table's certificate, over all its states
+    states_over_bound: int | None = None  # how many of them exceed its bound (None: none, or not recorded)
 
     @property
     def ok(self) -> bool:
@@ -162,7 +163,7 @@ class SweepRow:
 
     @property
     def certificate(self) -> CertificateStatus:
-        return certificate_status(self.max_exploitability)
+        return certificate_status(self.max_exploitability, self.states_over_bound)
 
 
 def state_limit(max_states: int | None, per_state: int | None = None) -> tuple[int | None, str | None]:
@@ -201,6 +202,7 @@ def solve_row(rules: RuleSet, cache_dir: str | None, max_states: int | None) -> 
         return SweepRow(0, rules, fingerprint(rules), nan, {}, nan, 0, nan, time.perf_counter() - started,
                         False, error=refusal or str(error))
     summary = summarise_start(table, max_turns=0)  # a row holds no length distribution
+    certificate = table_certificate(table.result)
     return SweepRow(
         index=0,
         rules=rules,
@@ -212,7 +214,8 @@ def solve_row(rules: RuleSet, cache_dir: str | None, max_states: int | None) -> 
         solve_seconds=sum(table.result.timings.values()),
         seconds=time.perf_counter() - started,
         reused=table.reused,
-        max_exploitability=table.result.table_max_exploitability,
+        max_exploitability=math.nan if certificate.epsilon is None else certificate.epsilon,
+        states_over_bound=certificate.states_over_bound,
     )
 
 

@@ -25,6 +25,7 @@ from rules.charge_spark.game import ChargeSparkGame, encoding_layout_of
 from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 
+from .certificate import certificate_meta
 from .core.boundary import Boundary
 from .core.result import ARRAY_FIELDS, SolveResult
 from .core.table_file import DamagedTableError, load_table, quarantine, save_table, table_lock, table_path
@@ -287,7 +288,8 @@ def solved_table(
                 estimated_states=estimate_reachable(rules), estimated_from="from the start", workers=workers,
                 warm=seed, resume_dir=resume,
             )
-        meta = {"fingerprint": key, "rules": canonical_mapping(rules)}
+        # The header holds the largest exploitability; a table over the bound also records how many states are.
+        meta = {"fingerprint": key, "rules": canonical_mapping(rules), **certificate_meta(result)}
         result, stored = kept_in_cache(path, result, key, meta, warn, mapped=mapped)
         return SolvedTable(rules, result, path, reused=False, stored=stored, warm_started=seed is not None)
 

@@ -111,6 +111,7 @@ class SolveResult:
     whole_states: int | None = None  # set when this holds only part of a stored table ...
     whole_max_exploitability: float | None = None  # ... with that table's figures
     whole_hurry: HurryFigures | None = None
+    whole_states_over_bound: int | None = None  # ... and its count of states over the certificate's bound, if stored
 
     @property
     def terminal_labels(self) -> tuple[str, ...]:

@@ -302,11 +302,17 @@ class TableReader:
             self.path, {**per_state, **sides, "terminal_payoff": terminal_payoff}, self.header,
             whole_states=int(whole.get("states", self.num_states)),
             whole_max_exploitability=float(whole.get("max_exploitability", float("nan"))),
+            whole_states_over_bound=_count_or_none(self.header.get("meta", {}).get("states_over_bound")),
             whole_hurry=HurryFigures(
                 float(whole.get("max_strict_exploitability", float("nan"))), int(whole.get("fallback_states", -1)),
                 int(whole.get("standoff_states", -1)),
             ),
         )
+
+
+def _count_or_none(count) -> int | None:
+    """A count the caller's metadata records (`states_over_bound`), or None where it records none."""
+    return count if type(count) is int and count >= 0 else None
 
 
 def _index_problem(listed, dtype: np.dtype, num_states: int) -> str | None:

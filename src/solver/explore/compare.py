@@ -57,7 +57,7 @@ class Side:
     @property
     def certificate(self) -> CertificateStatus:
         """Its table's, as its start's answer gives it: every figure of the side carries its mark."""
-        return certificate_status(self.start["certificate"]["max_exploitability_all_states"])
+        return certificate_status(self.start["epsilon"], self.start.get("states_over_bound"))
 
     def as_json(self) -> dict:
         return {"settings": list(self.settings), "fingerprint": self.explorer.fingerprint,

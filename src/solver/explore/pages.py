@@ -21,7 +21,7 @@ from rules.charge_spark.cards import Card
 from rules.charge_spark.config import RuleSet, differences_from_default
 from rules.charge_spark.state import Position
 
-from ..certificate import certificate_status
+from ..certificate import table_certificate
 from ..core.outcome import Seat, win_probability
 from .answers import Answered, Branch, Explorer
 from .board_svg import board_svg
@@ -79,7 +79,7 @@ def site(explorer: Explorer, answered: Answered | None = None, here: str | None 
     ]
     if answered is not None:
         result = answered.result
-        status = certificate_status(result.table_max_exploitability)
+        status = table_certificate(result)
         assumptions.append(("certificate", f"largest exploitability over all {result.table_states:,} states of the"
                                            f" table {result.table_max_exploitability:.1e}: {status.mark}"))
     return Site(rules.name or "(unnamed)", explorer.fingerprint, " ".join(differences_from_default(rules)) or "none",
@@ -150,7 +150,7 @@ def position_page(explorer: Explorer, position: Position, *, step_from: Position
     text = explorer.text(position)
     selected = (cards[0].label, cards[1].label) if cards and step_from is None else None
     view = {
-        "text": text, "answer": answer, "certificate": certificate_status(answered.result.table_max_exploitability),
+        "text": text, "answer": answer, "certificate": table_certificate(answered.result),
         "p1_win": win_probability(answer.terminal_probability, outcomes, Seat.P1),
         "p2_win": win_probability(answer.terminal_probability, outcomes, Seat.P2),
         "length": _length(answer.expected_length),
