@@ -148,7 +148,9 @@ def test_a_restricted_game_not_certified_shows_no_value_and_no_finding(spark_bar
     from solver.report.render import render_report
 
     rules = tiny_rules()
-    report = build_report(rules, tmp_path, sections=STRENGTH_ONLY, workers=1)
+    said: list[str] = []
+    report = build_report(rules, tmp_path, sections=STRENGTH_ONLY, workers=1, log=said.append)
+    assert any("P1 may not play spark (not certified: epsilon-optimal within 1.00e-03" in line for line in said)
     by_card = {x.card: x for x in report.restricted}
     assert not by_card["spark"].certificate.certified and by_card["spark"].max_exploitability == EPSILON
     assert all(x.certificate.certified for card, x in by_card.items() if card != "spark")
@@ -220,7 +222,9 @@ def test_the_report_headline_of_an_uncertified_table_shows_the_mark(uncertified_
     from solver.report.build import build_report
     from solver.report.render import render_report
 
-    report = build_report(tiny_rules(), tmp_path, sections=("headline",), workers=1)
+    said: list[str] = []
+    report = build_report(tiny_rules(), tmp_path, sections=("headline",), workers=1, log=said.append)
+    assert "the rules' table is not certified: epsilon-optimal within 1.00e-03 (bound 1e-09)" in said
     html = render_report(report)
     assert not report.certificate.certified
     assert 'id="uncertified"' in html and "(not certified)" in html.split('id="value"', 1)[1].split("</tr>", 1)[0]

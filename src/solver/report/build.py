@@ -186,6 +186,9 @@ def build_report(
         # not fit in a laptop's memory side by side.
         parts.wild()
     known.headline = parts.cached("headline", parts.headline, _headline_entry, _headline_from, play=True)
+    table_status = certificate_status(known.headline[3])
+    if not table_status.certified:  # the page says so too, beside every figure read from the table
+        log(f"the rules' table is {table_status.text}")
     progressed()
     if "usage" in sections:
         known.usage = parts.cached("usage", parts.usage, entries.usage_entry, entries.usage_from, play=True)

@@ -224,10 +224,13 @@ def further_solves(
             results.put_all({variant_key(plan.variants[i - len(plan.cards)]): variant_entry(answer)})
         plan.done += 1
         seconds = f" in {answer.seconds:.0f} s" if getattr(answer, "seconds", None) is not None else ""
+        mark = ""  # never silent: the page's row gives no number of a solve that is not certified
+        if isinstance(answer, (RestrictedValue, VariantSummary)) and not getattr(answer, "error", None):
+            mark = "" if answer.certificate.certified else f" ({answer.certificate.text})"
         left = plan.total - plan.done
         plan.time_left = time_left(time.perf_counter() - started, plan.done, left) if left else ""
         pace = f"; {left} to go, {plan.time_left}" if left else ""
-        log(f"solved {plan.done} of {plan.total}{seconds}: {labels[i]}{pace}")
+        log(f"solved {plan.done} of {plan.total}{seconds}: {labels[i]}{mark}{pace}")
         on_kept()
 
     fresh: dict[int, RestrictedValue | VariantSummary | Skipped] = {}
