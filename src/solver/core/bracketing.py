@@ -34,6 +34,7 @@ import numba
 import numpy as np
 
 from .best_response import best_response_values
+from .everett import leaking_strategies
 from .graph import GameGraph, segment_positions
 from .shapley import max_cells, shapley_sweeps, stage_matrix_kernel, stage_strategies
 from .stage import col_guarantee, matrix_game_kernel, row_guarantee
@@ -62,6 +63,7 @@ class Bracket:
     lower: np.ndarray  # P1's guarantee per state
     upper: np.ndarray  # P2's guarantee per state
     rounds: np.ndarray  # best-response rounds spent on each cyclic component (0: one stage solve)
+    values: np.ndarray  # the value estimate per state, within [lower, upper]
 
 
 @numba.njit(cache=True)
@@ -422,6 +424,10 @@ def bracket_values(
             if not np.max(retry[3] - retry[2], initial=0.0) < np.max(high - low, initial=0.0):
                 break  # more sweeps did not help: the next, longer ones would not either
             r, c, low, high = retry[:4]
+        estimate = 0.5 * (low + high)
+        floor = max(RETRY_GAP, 2.0 * _exits_gap(p1_game, p2_game))
+        if float(np.max(high - low, initial=0.0)) > floor:
+            r, c, low, high, estimate = _epsilon_optimal(p1_game, p2_game, r, c, low, high, 0.5 * floor)
         row[segment_positions(graph.row_ptr, states)] = r
         if twin.size and np.all(np.isin(twin[states], states)):
             # Its own twin: P2 plays P1's strategy seen from the other seat, so that every
@@ -430,13 +436,61 @@ def bracket_values(
             high = best_response_values(p2_game, 1, c, high)
         col[segment_positions(graph.col_ptr, states)] = c
         lower[states], upper[states] = low, high
-        middle[states] = 0.5 * (low + high)
+        middle[states] = np.clip(estimate, low, np.maximum(low, high))
         done[states] = True
         rounds.append(spent)
         if progress is not None:
             progress(int(hi - lo))
         ci += 1
-    return Bracket(row, col, lower, upper, np.asarray(rounds, np.int64))
+    return Bracket(row, col, lower, upper, np.asarray(rounds, np.int64), middle)
+
+
+def _exits_gap(p1_game: GameGraph, p2_game: GameGraph) -> float:
+    """The widest bracket among a cut-out component's exits: a component left that wide
+    only inherits its exits' width, which no strategy of its own can narrow."""
+    return float(np.max(np.asarray(p2_game.terminal_payoff) - np.asarray(p1_game.terminal_payoff), initial=0.0))
+
+
+FIXED_POINT_SWEEPS = 5000  # Shapley sweeps from each side's bound toward the value of a component left open
+
+
+def _epsilon_optimal(
+    p1_game: GameGraph, p2_game: GameGraph, row: np.ndarray, col: np.ndarray, low: np.ndarray, high: np.ndarray,
+    enough: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A component whose bracket would not close: where a side has no stationary
+    optimal strategy (`everett`), its discounted-optimal strategies replace
+    its own wherever they guarantee more at the worst state, and the value
+    estimate is the fixed point of Shapley's operator within the bracket. A
+    side within `enough` of that estimate keeps its strategy. Returns (row, col, lower, upper, estimate)."""
+    states = np.arange(low.size)
+    # Sweeps from the side that has no stationary optimal strategy creep toward the value for
+    # thousands of sweeps (as 1/sweeps on the component above); from the other they settle.
+    fixed = high.copy()
+    falling = shapley_sweeps(p2_game, states, fixed, FIXED_POINT_SWEEPS)
+    if falling > ANCHOR_SETTLED:
+        rising = low.copy()
+        if shapley_sweeps(p1_game, states, rising, FIXED_POINT_SWEEPS) < falling:
+            fixed = rising
+    fixed = np.clip(fixed, low, np.maximum(low, high))
+    for side, graph in ((0, p1_game), (1, p2_game)):
+        held = low if side == 0 else high
+        short = float(np.max(np.abs(fixed - held), initial=0.0))
+        if short <= enough:
+            continue
+        for _, strategy in leaking_strategies(graph, side, fixed):
+            guarantee = best_response_values(graph, side, strategy)
+            shortfall = float(np.max(np.abs(fixed - guarantee), initial=0.0))
+            if not shortfall < short:
+                break  # a smaller leak would not help either
+            short, held = shortfall, guarantee
+            if side == 0:
+                row, low = strategy, guarantee
+            else:
+                col, high = strategy, guarantee
+            if short <= enough:
+                break
+    return row, col, low, high, np.clip(fixed, low, np.maximum(low, high))
 
 
 def _first_estimates(states: np.ndarray, warm: np.ndarray | None, unending: float) -> np.ndarray:

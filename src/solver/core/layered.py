@@ -454,7 +454,7 @@ def solve_part(
         high = 2.0 * part.graph.unending_payoff - low[mirror]
     else:
         high = best_response_values(p2_graph, 1, col, bracket.upper if guess else None)
-    middle = np.clip(0.5 * (bracket.lower + bracket.upper), low, np.maximum(low, high))
+    middle = np.clip(bracket.values, low, np.maximum(low, high))
     certified = time.perf_counter()
     if not hurried:
         solution = _value_solution(part, exits, p1_graph, low, high, middle, row, col, int(bracket.rounds.sum()), bracketed)
@@ -492,6 +492,7 @@ def _hurried_solution(
     )
     solve_guarantees = (low, high)
     row, col, low, high = hurried.row_strategy, hurried.col_strategy, hurried.p1_guarantee, hurried.p2_guarantee
+    middle = _within_guarantees(middle, low, high)
     total = 2.0 * layer.graph.unending_payoff
     e = exits.scored
     # Where no endless play is possible against the hurried strategies and the exits' scored
@@ -508,6 +509,20 @@ def _hurried_solution(
         row, col, low, high, middle, terminal, unending, turns, (hurried.p1_buzzer, hurried.p2_buzzer), strict,
         hurried.fallback, solve_guarantees, residual, rounds, time.perf_counter() - clock,
     )
+
+
+def _within_guarantees(values: np.ndarray, low: np.ndarray, high: np.ndarray, slack: float = 1e-9) -> np.ndarray:
+    """`values` moved into [low, high] where they lie outside it by more than `slack`.
+
+    Where a component has only epsilon-optimal strategies (`everett`), its value
+    estimate can lie a little outside what the hurried strategies provably
+    guarantee (a hurried strategy can guarantee more than the value solve's):
+    the value then is at least, or at most, that guarantee. Within `slack`, a
+    certified value stays exactly the value solve's."""
+    outside = (values < low - slack) | (values > high + slack)
+    if not outside.any():
+        return values
+    return np.where(outside, np.clip(values, low, np.maximum(low, high)), values)
 
 
 def _value_solution(
