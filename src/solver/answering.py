@@ -12,6 +12,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from rules.charge_spark.config import RuleSet, canonical_mapping, fingerprint
 from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
 from rules.charge_spark.notation import format_position
@@ -19,12 +21,14 @@ from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import Position, initial_position
 
 from .certificate import table_certificate
+from .core.boundary import Boundary
+from .core.graph import GraphTooLargeError
 from .core.outcome import Seat, win_probability
-from .core.resources import usable_cores
+from .core.resources import bytes_per_state, states_that_fit, usable_cores
 from .core.result import SolveResult, StateAnswer
 from .core.table_file import table_path
 from .storage import default_cache_dir
-from .tables import solve_to_boundary, stored_part
+from .tables import SolvedTable, solve_to_boundary, solved_table, stored_part
 from .user_errors import printable
 
 if TYPE_CHECKING:  # imported where used: scipy's solvers are no part of a plain answer's start
@@ -41,9 +45,39 @@ def note_on_stderr(message: str) -> None:
     print(f"charge-spark: {printable(message)}", file=sys.stderr, flush=True)
 
 
+SOLVE_RATE = 8_000
+"""States a second at which `query` foretells a solve's time, a whole run from
+process start to table stored: `charge-spark solve --set 'board=S*M' --set
+health=1` took 26.9 s for its 214,123 states on the project's 2-core machine
+shared with other runs (load 3.7), 2026-12-05. Conservative: the printed
+rules' table went at about 14,000 a second."""
+
+UNASKED_SOLVE_LIMIT = 5_000_000
+"""The most states (estimated) `query` solves without `--max-states` (about 10
+minutes at `SOLVE_RATE`): past it the user is asked to run `solve` first,
+rather than an hour's work starting unasked."""
+
+
+class SolveNotAskedError(GraphTooLargeError):
+    """A query would solve more states than it may unasked (`UNASKED_SOLVE_LIMIT`)."""
+
+
+def solve_time_text(states: float) -> str:
+    """How long solving `states` takes at `SOLVE_RATE`, rounded up: 'under 10 s', 'about 30 s', 'about 1.5 h'."""
+    seconds = states / SOLVE_RATE
+    if seconds < 10:
+        return "under 10 s"
+    if seconds < 60:
+        return f"about {math.ceil(seconds / 10) * 10} s"
+    if seconds < 3600:
+        return f"about {math.ceil(seconds / 60)} min"
+    return f"about {math.ceil(seconds / 1800) / 2:g} h"
+
+
 def answer_at(
     rule_set: RuleSet, position: Position, cache_dir: str | None, max_states: int | None, show_progress: bool,
-    warn: Callable[[str], None] = warn_on_stderr,
+    warn: Callable[[str], None] = warn_on_stderr, *, note: Callable[[str], None] | None = None,
+    store: bool = False, unasked_limit: int | None = None, solve_command: str = "charge-spark solve",
 ) -> tuple[StateAnswer, SolveResult, Path | None, Path | None]:
     """The answer at `position`, with the path of the stored table it came
     from, and the path of the stored table at whose edge it was solved.
@@ -55,29 +89,128 @@ def answer_at(
     it: seconds instead of a whole solve. With no table, unless the estimate
     of the part reachable clearly exceeds the limit: the estimate is made
     from `position` itself (measured as closely for other positions as for
-    the start), so a late position of a large game is still answered."""
+    the start), so a late position of a large game is still answered.
+
+    With `store` and no table stored, the rules' whole table is solved and
+    stored (`solved_table`) when its estimate is within `max_states`, else
+    within `unasked_limit`: the next query reads it. `note` hears what is
+    solved, how many states and about how long, before it starts. Without
+    `max_states`, a solve estimated past `unasked_limit` is refused with
+    `SolveNotAskedError`, which names `solve_command`."""
     game = ChargeSparkGame(rule_set)
     code = game.encode(position)
     key = fingerprint(rule_set)
     path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
     # Only the state and its successors are read: a stored table can be gigabytes.
     result = stored_part(path, key, code, ReferenceChargeSparkGame(rule_set), warn)
-    source = path if result is not None else None
-    edge = None
-    if result is None:
-        from .core.solve import solve_from
+    if result is not None:
+        # One stage game from a stored table: the readable engine builds it at once,
+        # where loading the compiled one would cost more than the whole answer.
+        return result.answer(code, ReferenceChargeSparkGame(rule_set)), result, path, None
+    say = note or (lambda message: None)
+    limit = max_states if max_states is not None else unasked_limit
+    asked = store or note is not None or unasked_limit is not None  # else as before: the explorer's way
+    if asked and not path.exists():
+        table = _table_solved_now(rule_set, position, path, max_states, limit, show_progress, warn, say, store,
+                                  solve_command)
+        if table is not None and _holds(table.result, code):
+            return table.result.answer(code, game), table.result, None, None
+    from .core.solve import solve_from
 
+    def solve(boundary: Boundary | None) -> SolveResult:
+        if boundary is not None:
+            _say_states_added(game, code, boundary, max_states, unasked_limit, say)
         where = "from the start" if position == initial_position(rule_set) else "from this position"
-        result, used = solve_to_boundary(path, key, lambda boundary: solve_from(
+        return solve_from(
             game, [code], show_progress=show_progress and sys.stderr.isatty(), max_states=max_states,
             estimated_states=estimate_reachable(rule_set, position), estimated_from=where,
             workers=usable_cores(), boundary=boundary,
-        ), warn)
-        edge = path if used else None
-    # One stage game from a stored table: the readable engine builds it at once,
-    # where loading the compiled one would cost more than the whole answer.
-    answer = result.answer(code, game if source is None else ReferenceChargeSparkGame(rule_set))
-    return answer, result, source, edge
+        )
+
+    result, used = solve_to_boundary(path, key, solve, warn)
+    return result.answer(code, game), result, None, path if used else None
+
+
+def _table_solved_now(
+    rule_set: RuleSet, position: Position, path: Path, max_states: int | None, limit: int | None,
+    show_progress: bool, warn: Callable[[str], None], say: Callable[[str], None], store: bool, solve_command: str,
+) -> SolvedTable | None:
+    """The rules' table solved and stored now, where `store` and its estimate is within `limit`; else None,
+    once `say` has heard what the solve from `position` alone will be (or `SolveNotAskedError` past `limit`)."""
+    from .core.solve import refuse_if_estimate_too_large
+
+    per_state = bytes_per_state(ChargeSparkGame(rule_set))
+    whole = estimate_reachable(rule_set, initial_position(rule_set))
+    if store and (limit is None or whole <= limit):
+        refuse_if_estimate_too_large(whole, "from the start", max_states, per_state)  # before saying it solves
+        say(f"no stored table for these rules: solving {_about_states(whole)} ({solve_time_text(whole)}),"
+            " stored for next time")
+        return solved_table(rule_set, path.parent, max_states=max_states, show_progress=show_progress
+                            and sys.stderr.isatty(), warn=warn, workers=usable_cores())
+    start = position == initial_position(rule_set)
+    here = whole if start else estimate_reachable(rule_set, position)
+    refuse_if_estimate_too_large(here, "from the start" if start else "from this position", max_states, per_state)
+    if max_states is None and limit is not None and here > limit:
+        reach = "these rules have" if start else "play from this position reaches"
+        raise SolveNotAskedError(
+            f"{reach} {_about_states(here)} ({solve_time_text(here)} to solve): run {solve_command} first,"
+            " or pass --max-states to solve them here")
+    where = "from the start" if start else "from this position"
+    why = "" if not store else f" (the rules' table, {_about_states(whole)}, is stored by {solve_command})"
+    say(f"no stored table for these rules: solving {_about_states(here)} {where} ({solve_time_text(here)}),"
+        f" not stored{why}")
+    return None
+
+
+def _say_states_added(
+    game: ChargeSparkGame, code: int, boundary: Boundary, max_states: int | None, unasked_limit: int | None,
+    say: Callable[[str], None],
+) -> None:
+    """Says how many states a solve from `code` to `boundary`'s edge adds; `SolveNotAskedError` past
+    `unasked_limit` without `max_states` (past `max_states`, the solve's own guard refuses)."""
+    limit = max_states if max_states is not None else unasked_limit
+    added = states_added(game, code, boundary, limit)
+    if added is not None:
+        say(f"this position is outside the stored table: solving the {_states(added)} it adds"
+            f" ({solve_time_text(added)}), up to the table's edge")
+    elif max_states is None and unasked_limit is not None:
+        raise SolveNotAskedError(
+            f"this position adds more than {unasked_limit:,} states to the stored table (over"
+            f" {solve_time_text(unasked_limit).removeprefix('about ')} to solve): pass --max-states to solve them here")
+
+
+def states_added(game: ChargeSparkGame, code: int, boundary: Boundary, limit: int | None) -> int | None:
+    """How many states a solve of play from `code` up to `boundary`'s edge holds besides the edge's
+    (None past `limit`): enumerated as that solve enumerates them, a small part of its time."""
+    from .core.layered import enumerate_by_rank
+
+    if limit is None:
+        limit = states_that_fit(bytes_per_state(game))
+    try:
+        layers = enumerate_by_rank(game, np.array([code], np.int64), max_states=limit, workers=usable_cores(),
+                                   boundary=boundary)
+    except GraphTooLargeError:
+        return None
+    return sum(layer.states.size for layer in layers if not layer.given)
+
+
+def _holds(result: SolveResult, code: int) -> bool:
+    try:
+        result.index_of(code)
+    except KeyError:
+        return False
+    return True
+
+
+def _states(count: int) -> str:
+    return f"{count:,} state" + ("" if count == 1 else "s")
+
+
+def _about_states(count: float) -> str:
+    """An estimated count of states, as said before a solve: 'about 220,000 states'."""
+    from .core.solve import approximate_count
+
+    return f"about {approximate_count(count)} states"
 
 
 def lasting_at(rule_set: RuleSet, position: Position, result: SolveResult, cache_dir: str | None, source: Path | None,

@@ -7,6 +7,7 @@ import errno
 import json
 import math
 import os
+import shlex
 import signal
 import sys
 import tempfile
@@ -33,7 +34,7 @@ from rules.charge_spark.state import initial_position
 from rules.charge_spark.turn import KNOCK_OUT, MOON
 
 from .analysis.results_cache import ResultsCache
-from .answering import answer_at, lasting_at, query_json
+from .answering import UNASKED_SOLVE_LIMIT, answer_at, lasting_at, query_json
 from .certificate import CERTIFICATE_BOUND, CertificateStatus, certificate_status, states_over_bound, table_certificate
 from .core.files import OutputError, check_writable, write_text_atomically, writes_through
 from .core.outcome import Outcome, Seat, win_probability
@@ -287,32 +288,62 @@ def value_mark(status: CertificateStatus) -> str:
 @rules_options
 @cache_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--max-states", type=click.IntRange(min=1), default=None, help="Refuse to enumerate more states than this.")
+@click.option("--max-states", type=click.IntRange(min=1), default=None,
+              help="Refuse to enumerate more states than this (and solve up to it unasked).")
+@click.option("--no-store", "no_store", is_flag=True, help="Do not store the table a query solves.")
 @click.option("--follow-play", "follow_play", is_flag=True,
               help="Follow play through a large stored table for the length's median and tail and the stalls.")
 def query(
     position: str, rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, as_json: bool,
-    max_states: int | None, follow_play: bool,
+    max_states: int | None, no_store: bool, follow_play: bool,
 ) -> None:
     """Optimal play at POSITION (`start`, or the spec's notation in quotes).
 
-    Answered from the solved table of the rules in force if `solve` has stored
-    one that holds the position; otherwise the positions reachable from it are
-    solved now (not stored).
+    Answered from the solved table of the rules in force if one is stored
+    that holds the position. With none stored, the rules' table is solved
+    now and stored, as `solve` does (not with --no-store), after a line on
+    stderr saying how many states and about how long; past about 5 million
+    states a query asks for `solve` first unless --max-states is given. A
+    position the stored table does not hold is solved up to its edge, after
+    a line saying how many states that adds.
     """
     rule_set = rules_in_force(rules_file, overrides)
     parsed = parse_position(position, rule_set)
     started = time.perf_counter()
-    answer, result, source, edge = answer_at(rule_set, parsed, cache_dir, max_states, show_progress=not as_json,
-                                             warn=warn)
-    lasting = lasting_at(rule_set, parsed, result, cache_dir, source, edge, follow_play, warn=warn,
-                         note=lambda message: click.echo(f"charge-spark: {printable(message)}", err=True))
+    path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), fingerprint(rule_set))
+    if not no_store and not path.exists():  # the table may be solved here, as `solve` solves it
+        click.get_current_context().obj["interrupt_note"] = (
+            f"no table was saved; the ranks solved so far are kept in {resume_dir_of(path)}: query or solve again"
+            " to resume")
+    answer, result, source, edge = answer_at(
+        rule_set, parsed, cache_dir, max_states, show_progress=not as_json, warn=warn, note=query_note,
+        store=not no_store, unasked_limit=UNASKED_SOLVE_LIMIT,
+        solve_command=solve_command_line(rules_file, overrides, cache_dir),
+    )
+    lasting = lasting_at(rule_set, parsed, result, cache_dir, source, edge, follow_play, warn=warn, note=query_note)
     elapsed = time.perf_counter() - started
     if as_json:
         click.echo(json.dumps(query_json(rule_set, format_position(parsed, rule_set), answer, result, lasting)))
     else:
         click.echo(query_text(rule_set, format_position(parsed, rule_set), answer, result, elapsed, source, edge,
                               lasting))
+
+
+def query_note(message: str) -> None:
+    """A line on stderr saying what is being computed and why."""
+    click.echo(f"charge-spark: {printable(message)}", err=True)
+
+
+def solve_command_line(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None) -> str:
+    """The `solve` command that stores the table of the rules a command was given, in its cache."""
+    words = ["charge-spark", "solve"]
+    if rules_file is not None:
+        words += ["--rules", rules_file]
+    for override in overrides:
+        words += ["--set", override]
+    if cache_dir is not None:
+        words += ["--cache-dir", cache_dir]
+    return shlex.join(words)
 
 
 def follow_play_fits(states: int) -> bool:
