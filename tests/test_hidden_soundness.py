@@ -135,8 +135,10 @@ PAIRS = [",".join(pair) for pair in itertools.combinations_with_replacement(("ra
 @pytest.mark.parametrize("health", [1, 2])
 @pytest.mark.parametrize("bonus", PAIRS)
 def test_every_start_holds_the_exact_value_with_each_pair_of_bonus_cards(cache, health, bonus):
+    """Board S*M at the printed rules' tiles: hundreds of starts a pair, the longest of these checks
+    (over 20 minutes for ray and trap at health 1 on 2 shared cores)."""
     open_game = open_game_of(("board=S*M", f"health={health}", f"bonus_cards={bonus}"), cache)
-    found = sweep(open_game, wild_of(open_game, cache), max_nodes=100_000)
+    found = sweep(open_game, wild_of(open_game, cache), max_nodes=30_000)
     print(f"\n{open_game.game.rules.bonus_cards} {found}")  # the counts and the worst margin, with -s
     assert not found.failures and not found.warnings, found.failures[:5] + found.warnings[:5]
 
@@ -152,7 +154,7 @@ def test_every_start_holds_the_exact_value_with_each_pair_of_bonus_cards(cache, 
 ], ids=["small", "three-cards", "two-stars", "two-stars-three-kinds", "trap-twice", "ray-twice-two-tiles"])
 def test_every_start_holds_the_exact_value_on_larger_piles_and_two_stars(cache, overrides):
     open_game = open_game_of(overrides, cache)
-    found = sweep(open_game, wild_of(open_game, cache), max_nodes=100_000)
+    found = sweep(open_game, wild_of(open_game, cache), max_nodes=30_000)
     print(f"\n{open_game.game.rules.bonus_cards} {found}")  # the counts and the worst margin, with -s
     assert not found.failures and not found.warnings, found.failures[:5] + found.warnings[:5]
     assert found.starts > 0
