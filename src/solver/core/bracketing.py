@@ -299,15 +299,26 @@ def _anchor(p1_graph: GameGraph, p2_graph: GameGraph, low: np.ndarray, high: np.
     supersolution (P2's) fall; on these components one of the two settles in
     a few sweeps while the other crawls, so the one that changed less in its
     last sweep is taken."""
+    return _settled_sweeps(p1_graph, p2_graph, low, high, ANCHOR_SWEEPS, from_above=False)
+
+
+def _settled_sweeps(
+    p1_graph: GameGraph, p2_graph: GameGraph, low: np.ndarray, high: np.ndarray, sweeps: int, *, from_above: bool,
+) -> np.ndarray:
+    """Up to `sweeps` Shapley sweeps from one bound (P2's when `from_above`,
+    else P1's), and from the other only if those did not settle; the values
+    of whichever changed less in its last sweep, clipped to [low, high]
+    (rising sweeps stay below the value only up to rounding)."""
     states = np.arange(low.size)
-    estimate = low.copy()
-    change = shapley_sweeps(p1_graph, states, estimate, ANCHOR_SWEEPS)
+    starts = [(p2_graph, high), (p1_graph, low)] if from_above else [(p1_graph, low), (p2_graph, high)]
+    (graph, start), (other_graph, other_start) = starts
+    estimate = start.copy()
+    change = shapley_sweeps(graph, states, estimate, sweeps)
     if change > ANCHOR_SETTLED:
-        falling = high.copy()
-        if shapley_sweeps(p2_graph, states, falling, ANCHOR_SWEEPS) < change:
-            estimate = falling
-    # Rising sweeps stay below the value only up to rounding: clipped either way.
-    return np.clip(estimate, low, high)
+        other = other_start.copy()
+        if shapley_sweeps(other_graph, states, other, sweeps) < change:
+            estimate = other
+    return np.clip(estimate, low, np.maximum(low, high))
 
 
 def seat_mirror(
@@ -463,16 +474,9 @@ def _epsilon_optimal(
     its own wherever they guarantee more at the worst state, and the value
     estimate is the fixed point of Shapley's operator within the bracket. A
     side within `enough` of that estimate keeps its strategy. Returns (row, col, lower, upper, estimate)."""
-    states = np.arange(low.size)
     # Sweeps from the side that has no stationary optimal strategy creep toward the value for
     # thousands of sweeps (as 1/sweeps on the component above); from the other they settle.
-    fixed = high.copy()
-    falling = shapley_sweeps(p2_game, states, fixed, FIXED_POINT_SWEEPS)
-    if falling > ANCHOR_SETTLED:
-        rising = low.copy()
-        if shapley_sweeps(p1_game, states, rising, FIXED_POINT_SWEEPS) < falling:
-            fixed = rising
-    fixed = np.clip(fixed, low, np.maximum(low, high))
+    fixed = _settled_sweeps(p1_game, p2_game, low, high, FIXED_POINT_SWEEPS, from_above=True)
     for side, graph in ((0, p1_game), (1, p2_game)):
         held = low if side == 0 else high
         short = float(np.max(np.abs(fixed - held), initial=0.0))
