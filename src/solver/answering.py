@@ -27,6 +27,7 @@ from .core.outcome import Seat, win_probability
 from .core.resources import bytes_per_state, states_that_fit, usable_cores
 from .core.result import SolveResult, StateAnswer
 from .core.table_file import table_path
+from .progress_lines import rounded_duration
 from .storage import default_cache_dir
 from .tables import SolvedTable, solve_to_boundary, solved_table, stored_part
 from .user_errors import printable
@@ -64,14 +65,7 @@ class SolveNotAskedError(GraphTooLargeError):
 
 def solve_time_text(states: float) -> str:
     """How long solving `states` takes at `SOLVE_RATE`, rounded up: 'under 10 s', 'about 30 s', 'about 1.5 h'."""
-    seconds = states / SOLVE_RATE
-    if seconds < 10:
-        return "under 10 s"
-    if seconds < 60:
-        return f"about {math.ceil(seconds / 10) * 10} s"
-    if seconds < 3600:
-        return f"about {math.ceil(seconds / 60)} min"
-    return f"about {math.ceil(seconds / 1800) / 2:g} h"
+    return rounded_duration(states / SOLVE_RATE)
 
 
 def answer_at(

@@ -41,6 +41,7 @@ from .core.outcome import Outcome, Seat, win_probability
 from .core.resources import FOLLOW_PLAY_BYTES_PER_STATE, states_that_fit, usable_cores
 from .core.result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
 from .core.table_file import table_path
+from .progress_lines import PhaseProgress
 from .storage import CACHE_ENV, check_cache_dir, default_cache_dir
 from .sweep import SweepError
 from .tables import cached_table, resume_dir_of, solved_table, stored_part
@@ -522,14 +523,23 @@ def hidden(
 
         wild_table = solved_wild_table(rule_set, table.result.states, cache_dir, warn=warn, workers=usable_cores(),
                                        show_progress=sys.stderr.isatty(), max_states=max_states)
-    progress = None
-    if sys.stderr.isatty() and not as_json:
-        def progress(done: int, total: int) -> None:
-            click.echo(f"\rphases solved {done:,} of {total:,}", err=True, nl=done == total)
-    analysis = hidden_analysis(
-        rule_set, table.result, max_horizon=horizon or DEFAULT_MAX_HORIZON, max_nodes=max_nodes or DEFAULT_MAX_NODES,
-        frequent=frequent, progress=progress, on_tree=on_tree, wild=wild_table,
-    )
+    shown: list[PhaseProgress] = []
+
+    def progress(done: int, total: int) -> None:
+        # A bar on a terminal, else a line every 30 s: S*M at health 1 has 17,373 phases.
+        if not shown:
+            shown.append(PhaseProgress("hidden phases solved", total))
+        shown[0].update(done)
+
+    try:
+        analysis = hidden_analysis(
+            rule_set, table.result, max_horizon=horizon or DEFAULT_MAX_HORIZON,
+            max_nodes=max_nodes or DEFAULT_MAX_NODES, frequent=frequent, progress=progress, on_tree=on_tree,
+            wild=wild_table,
+        )
+    finally:
+        for bar in shown:
+            bar.close()
     if as_json:
         click.echo(json.dumps(dict(analysis.as_json(), rules=canonical_mapping(rule_set),
                                    fingerprint=fingerprint(rule_set))))

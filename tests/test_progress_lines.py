@@ -1,0 +1,49 @@
+"""Long phases say how far they are and how long is left (solver.progress_lines)."""
+
+from __future__ import annotations
+
+import io
+
+from solver.progress_lines import PhaseProgress, rounded_duration
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_durations_are_rounded_up():
+    assert rounded_duration(3) == "under 10 s"
+    assert rounded_duration(21) == "about 30 s"
+    assert rounded_duration(61) == "about 2 min"
+    assert rounded_duration(3601) == "about 1.5 h"
+
+
+def test_off_a_terminal_a_line_every_30_s_with_the_time_left_from_the_measured_rate():
+    stream, clock = io.StringIO(), Clock()
+    progress = PhaseProgress("hidden phases solved", 1000, stream=stream, terminal=False, clock=clock)
+    clock.now = 10.0
+    progress.update(50)  # under 30 s: nothing yet
+    assert stream.getvalue() == ""
+    clock.now = 31.0
+    progress.update(100)  # 100 in 31 s: 900 more take about 279 s
+    clock.now = 40.0
+    progress.update(120)  # 9 s after the last line: nothing
+    lines = stream.getvalue().splitlines()
+    assert lines == ["charge-spark: hidden phases solved: 100 of 1,000 (10.0%), about 5 min left"]
+    clock.now = 70.0
+    progress.update(1000)  # done: no line, the command's own output follows
+    progress.close()
+    assert len(stream.getvalue().splitlines()) == 1
+
+
+def test_on_a_terminal_a_bar():
+    stream = io.StringIO()
+    progress = PhaseProgress("hidden phases solved", 10, stream=stream, terminal=True)
+    progress.update(4)
+    progress.update(10)
+    progress.close()
+    assert "hidden phases solved" in stream.getvalue() and "10/10" in stream.getvalue()
