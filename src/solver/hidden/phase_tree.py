@@ -78,8 +78,9 @@ class PublicNode:
 def keeps_telling(position: Position, rules: RuleSet, seat: int) -> bool:
     """Whether `seat`, telling `position` now, goes on telling it whatever comes: its
     opponent can draw no card `seat` could not tell, because the opponent's pawn has
-    no star ahead or the pile holds one kind at most (played cards never go back to
-    it, so it only shrinks). Otherwise a later draw may hide from `seat` which world
+    no star ahead or the pile holds one card at most (played cards never go back to
+    it, so it only shrinks; a pile of one kind only would do too, and is left out to
+    keep the rule simple and sound). Otherwise a later draw may hide from `seat` which world
     it is in, and its open strategy, which reads the opponent's hand, is not a strategy."""
     if len(position.bonus_pile(rules)) <= 1:
         return True
