@@ -117,6 +117,4 @@ def largest_exploitability(result, chunk: int = 1 << 22) -> float:
 
 def _exploitability_chunks(result, chunk: int) -> Iterator[tuple[int, np.ndarray]]:
     for lo in range(0, result.num_states, chunk):
-        part = slice(lo, lo + chunk)
-        values = np.asarray(result.values[part])
-        yield lo, np.maximum(np.maximum(values - result.p1_guarantee[part], result.p2_guarantee[part] - values), 0.0)
+        yield lo, result.exploitability_in(slice(lo, lo + chunk))

@@ -138,9 +138,12 @@ class SolveResult:
     @property
     def exploitability(self) -> np.ndarray:
         """Per state: the most either player gains by best-responding to the other's strategy."""
-        return np.maximum(
-            np.maximum(self.values - self.p1_guarantee, self.p2_guarantee - self.values), 0.0
-        )
+        return self.exploitability_in(slice(None))
+
+    def exploitability_in(self, part: slice) -> np.ndarray:
+        """`exploitability` of the states in `part` only (a table mapped from disk is read a part at a time)."""
+        values = np.asarray(self.values[part])
+        return np.maximum(np.maximum(values - self.p1_guarantee[part], self.p2_guarantee[part] - values), 0.0)
 
     @property
     def max_exploitability(self) -> float:
