@@ -376,3 +376,31 @@ def test_property_kernels_match_reference(pair: tuple[np.ndarray, np.ndarray]) -
     assert abs(w - ref.value) <= TOL
     assert abs(row_guarantee(B, x) - row_guarantee(B, ref.row_strategy)) <= TOL
     assert abs(col_guarantee(B, y) - col_guarantee(B, ref.col_strategy)) <= TOL
+
+
+def test_tiebreak_skipped_only_where_the_lp_has_nothing_to_choose() -> None:
+    """Where `_only_feasible` lets the tie-break LP be skipped, the LP would
+    have returned the kernel's pure strategy; and a strict pure saddle point
+    is such a case for both players, while a tie in A is not."""
+    rng = np.random.default_rng(2026)
+    T, basis = stage.make_workspace(16)
+    skipped = 0
+    for _ in range(4000):
+        m, n = (int(k) for k in rng.integers(1, 6, 2))
+        A = rng.integers(0, 4, (m, n)) / 4.0  # coarse payoffs: many ties and saddles
+        B = rng.random((m, n))
+        x, y = np.empty(m), np.empty(n)
+        v = stage.matrix_game_kernel_ws(A, x, y, T, basis)
+        for row_side, own, cap in ((True, x, min(v, stage.row_guarantee(A, x))), (False, y, max(v, stage.col_guarantee(A, y)))):
+            if stage._only_feasible(A, own, cap, row_side):
+                skipped += 1
+                lp = own.copy()
+                stage._tiebreak_side(A, B, cap, row_side, lp, T, basis)
+                assert np.abs(lp - own).max() <= 1e-9
+    assert skipped > 1000
+    strict = np.array([[0.5, 0.9], [0.2, 0.1]])  # saddle at (0, 0), strict in its row and column
+    x, y = np.array([1.0, 0.0]), np.array([1.0, 0.0])
+    assert stage._only_feasible(strict, x, 0.5, True) and stage._only_feasible(strict, y, 0.5, False)
+    tied = np.array([[0.5, 0.9], [0.5, 0.1]])  # row 1 meets the cap too in the saddle's column
+    assert not stage._only_feasible(tied, x, 0.5, True)
+    assert not stage._only_feasible(strict, np.array([0.5, 0.5]), 0.5, True)  # a mix is never skipped

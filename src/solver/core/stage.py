@@ -743,6 +743,48 @@ def _tiebreak_side(A, B, cap, row_side, out, T, basis):
     _raise_for(code)
 
 
+_ALONE_MARGIN = 1e-9  # relative to max|A|: how far below the cap every other action must fall
+
+
+@numba.njit(cache=True)
+def _only_feasible(A, strategy, cap, row_side):
+    """Whether the pure `strategy` is the only one of its player that keeps `cap`
+    in A (P1: x^T A >= cap; P2: A y <= cap), so that no tie-break can pick another.
+
+    It is where, at one of the opponent's replies, the pure action meets the
+    cap with a slack at most 1e-12 of the shortfall of every other action
+    (itself at least `_ALONE_MARGIN`): a mix then keeps at most 1e-12 of its
+    weight off the pure action. (A strict pure saddle point is such a case.)"""
+    m, n = A.shape
+    own = m if row_side else n
+    pure = -1
+    for k in range(own):
+        if strategy[k] == 1.0:
+            pure = k
+        elif strategy[k] != 0.0:
+            return False
+    if pure < 0:
+        return False
+    scale = 1.0
+    for i in range(m):
+        for j in range(n):
+            scale = max(scale, abs(A[i, j]))
+    margin = _ALONE_MARGIN * scale
+    for c in range(n if row_side else m):
+        # Seen as the maximiser: P1's payoff, or P2's (the negated entry).
+        slack = (A[pure, c] - cap) if row_side else (cap - A[c, pure])
+        if slack < 0.0:
+            continue
+        short = np.inf  # by how much the rivals miss the cap at this reply, at least
+        for k in range(own):
+            if k != pure:
+                short = min(short, (cap - A[k, c]) if row_side else (A[c, k] - cap))
+        # A strategy keeping the cap has at most slack / short of its weight off the pure action.
+        if short >= margin and slack <= 1e-12 * short:
+            return True
+    return False
+
+
 @numba.njit(cache=True)
 def matrix_game_tiebreak_kernel_ws(
     A: np.ndarray,
@@ -781,10 +823,15 @@ def matrix_game_tiebreak_kernel_ws(
         row_side = side == 1
         if not sides & (1 if row_side else 2):
             continue
+        # Where only the kernel's pure strategy keeps the cap, the tie-break LP has nothing to choose.
         if row_side:
-            _tiebreak_side(A, B, min(v, x_floor) - tol, row_side, x, T, basis)
+            cap = min(v, x_floor) - tol
+            if not _only_feasible(A, x, cap, row_side):
+                _tiebreak_side(A, B, cap, row_side, x, T, basis)
         else:
-            _tiebreak_side(A, B, max(v, y_cap) + tol, row_side, y, T, basis)
+            cap = max(v, y_cap) + tol
+            if not _only_feasible(A, y, cap, row_side):
+                _tiebreak_side(A, B, cap, row_side, y, T, basis)
     return v
 
 
