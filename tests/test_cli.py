@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -446,3 +447,25 @@ def test_the_partial_page_of_a_stopped_report_says_so_at_its_top(tmp_path, monke
     assert 'id="stopped"' in top and "Incomplete: the report run" in top
     assert ("failed: the solve broke" if stop == "failed" else "was interrupted") in top
     assert not out.exists()
+
+
+def test_solve_on_one_or_two_workers_stores_the_same_table_and_says_how_hurried_play_ended(tmp_path):
+    from solver.core.result import ARRAY_FIELDS
+    from solver.core.table_file import table_path
+    from solver.tables import TABLE_FORMAT, load_table
+
+    rules = ["--set", "board=S*M", "--set", "health=1", "--set", "battery_tiles=2", "--set", "disc_tiles=2",
+             "--set", "bonus_cards=ray"]
+    key = fingerprint(apply_overrides(RuleSet(), [rules[i + 1] for i in range(0, len(rules), 2)]))
+    tables = []
+    for workers in ("1", "2"):
+        cache = tmp_path / workers
+        result = run("solve", *rules, "--cache-dir", str(cache), "--workers", workers)
+        assert result.exit_code == 0, result.output
+        assert "rounds       hurried play's strategy iteration" in result.stdout
+        assert "stopped at the cap" in result.stdout and "warning" not in result.output
+        tables.append(load_table(table_path(cache, key), key, fmt=TABLE_FORMAT))
+    for name in ARRAY_FIELDS:
+        np.testing.assert_array_equal(getattr(tables[0], name), getattr(tables[1], name), err_msg=name)
+    assert tables[0].hurried_rounds == tables[1].hurried_rounds and "capped" not in tables[0].hurried_rounds
+    assert run("solve", *SMALL, "--workers", "0").exit_code == 2  # one line, no traceback

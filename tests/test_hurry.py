@@ -147,3 +147,36 @@ def test_lengths_do_not_depend_on_the_buzzer(monkeypatch, overrides, request):
     (mean_a, median_a), (mean_b, median_b) = figures
     assert mean_a == pytest.approx(mean_b, rel=0.01)
     assert median_a == median_b
+
+
+def test_hurried_play_runs_to_its_own_stopping_rule_and_a_cap_reached_is_reported(monkeypatch, small_hurried):
+    """At the default cap every part's strategy iteration settles by its own
+    rule (no strategy changes, or a round gains less than a hundredth of a
+    turn), so the figures are the rule's fixed point; a part stopped at the
+    cap is counted, and `solve` says so in a warning line."""
+    _, _, result = small_hurried
+    assert result.hurried_rounds and "capped" not in result.hurried_rounds
+    assert max(int(k) for k in result.hurried_rounds) <= hurry_module.MAX_ROUNDS
+    with monkeypatch.context() as patch:
+        patch.setattr(hurry_module, "MAX_ROUNDS", 1)
+        _, _, capped = _solve_start(SMALL)
+    assert capped.hurried_rounds.get("capped", 0) > 0
+    assert sum(capped.hurried_rounds.values()) == sum(result.hurried_rounds.values())  # the same parts
+    assert np.abs(capped.values - result.values).max() <= 1e-12  # the cap moves the strategies, never the values
+
+
+def test_a_position_keeps_its_stage_strategy_unless_another_ends_the_game_sooner():
+    """Hurried play's switching rule: of several stage strategies that end the
+    game equally soon, the one held stays (no tie flips from round to round);
+    one that gains more than `gain` in the buzzer game replaces it."""
+    from solver.core.graph import build_graph
+
+    game = DictGame({0: {(0, 0): [(1.0, WIN)], (1, 0): [(1.0, WIN)]}}, ["a", "b"])  # both P1 actions win at once
+    graph = build_graph(game, np.array([0], np.int64))
+    buzzer = hurry_module.buzzer_graph(graph, np.ones(graph.terminal_payoff.shape[0], np.bool_),
+                                       np.zeros(graph.terminal_payoff.shape[0]), 1e-6, 1.0)
+    values = np.ones(graph.num_states)
+    for held in ([1.0, 0.0], [0.0, 1.0]):
+        strategy = np.array(held)
+        out, _, _ = hurry_module.improve_strategy(graph, values, buzzer, np.zeros(graph.num_states), 0, strategy, 1e-8)
+        np.testing.assert_array_equal(out, held)

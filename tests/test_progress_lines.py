@@ -47,3 +47,32 @@ def test_on_a_terminal_a_bar():
     progress.update(10)
     progress.close()
     assert "hidden phases solved" in stream.getvalue() and "10/10" in stream.getvalue()
+
+
+def test_a_phase_with_no_total_says_how_many_so_far():
+    stream, clock = io.StringIO(), Clock()
+    progress = PhaseProgress("enumerating", None, unit=" states", stream=stream, terminal=False, clock=clock)
+    clock.now = 95.0
+    progress.update(1_234_567)
+    assert stream.getvalue().splitlines() == ["charge-spark: enumerating: 1,234,567 states so far, in about 2 min"]
+    silent = PhaseProgress("enumerating", None, shown=False, stream=stream, terminal=True, clock=clock)
+    clock.now = 500.0
+    silent.advance(10)
+    silent.close()
+    assert len(stream.getvalue().splitlines()) == 1
+
+
+def test_solve_off_a_terminal_says_where_it_stands(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from solver.cli import main
+    from solver.core import progress
+
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.0)  # a line at every step, not every 30 s
+    rules = ["--set", "board=S*M", "--set", "health=1", "--set", "battery_tiles=2", "--set", "disc_tiles=2",
+             "--set", "bonus_cards=ray"]
+    result = CliRunner().invoke(main, ["solve", *rules, "--cache-dir", str(tmp_path), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("charge-spark: solving: ")]
+    assert lines and all(" states (" in line and ("left" in line or "not known" in line) for line in lines)
+    assert any(line.startswith("charge-spark: enumerating: ") for line in result.stderr.splitlines())

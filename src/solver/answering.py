@@ -116,7 +116,7 @@ def answer_at(
             _say_states_added(game, code, boundary, max_states, unasked_limit, say)
         where = "from the start" if position == initial_position(rule_set) else "from this position"
         return solve_from(
-            game, [code], show_progress=show_progress and sys.stderr.isatty(), max_states=max_states,
+            game, [code], show_progress=show_progress, max_states=max_states,
             estimated_states=estimate_reachable(rule_set, position), estimated_from=where,
             workers=usable_cores(), boundary=boundary,
         )
@@ -139,8 +139,8 @@ def _table_solved_now(
         refuse_if_estimate_too_large(whole, "from the start", max_states, per_state)  # before saying it solves
         say(f"no stored table for these rules: solving {_about_states(whole)} ({solve_time_text(whole)}),"
             " stored for next time")
-        return solved_table(rule_set, path.parent, max_states=max_states, show_progress=show_progress
-                            and sys.stderr.isatty(), warn=warn, workers=usable_cores())
+        return solved_table(rule_set, path.parent, max_states=max_states, show_progress=show_progress,
+                            warn=warn, workers=usable_cores())
     start = position == initial_position(rule_set)
     here = whole if start else estimate_reachable(rule_set, position)
     refuse_if_estimate_too_large(here, "from the start" if start else "from this position", max_states, per_state)

@@ -33,7 +33,13 @@
    worker solves a variant in the background (Counter one Disc cheaper): the
    median must stay under 100 ms.
 
-Run as `python -m solver.bench [--quick]`.
+With `--solve-cost`, only the solve-cost figure (`solve_cost`): the printed
+board at health 1 solved on every usable core, then one pass of the stage
+kernel over the states it solved, in the same run; its last line is
+`solve cost: N stage passes a state (phase shares: ...)`, N the solve's CPU
+time (all processes) over the pass's.
+
+Run as `python -m solver.bench [--quick | --solve-cost]`.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from .core.result import SolveResult
 from .core.shapley import max_cells, stage_matrix_kernel
 from .core.solve import solve_from
 from .core.stage import matrix_game_kernel, solve_matrix_game_lp
+from .solve_cost import measure_solve_cost
 
 TARGET_STAGE_RATIO = 300  # at 6x6
 TARGET_END_TO_END_RATIO = 1000
@@ -522,6 +529,22 @@ def bench_explore_during_solve(rules, table_path, positions: list, variant: str)
             f" {np.percentile(ms, 90):7.1f} ms (target: median under 100 ms: {verdict}; {note})")
 
 
+def bench_solve_cost(game, root: int, tiny: tuple, workers: int | None = None) -> list[str]:
+    """The solve-cost figure (`solve_cost`): one solve and one stage pass over its states, in one run."""
+    workers = usable_cores() if workers is None else workers
+    solve_from(tiny[0], [tiny[1]], show_progress=False, workers=workers)  # every kernel loaded before the clock starts
+    cost = measure_solve_cost(game, root, workers)
+    return [
+        f"solve cost on {cost.states:,} states ({cost.solved:,} solved, the rest copied from their seat twins),"
+        f" {workers} worker{'s' if workers > 1 else ''}: {cost.solve_cpu:.1f} CPU-s all processes;"
+        f" one stage pass {cost.pass_cpu:.2f} CPU-s ({1e6 * cost.pass_cpu / max(cost.solved, 1):.2f} us a state)",
+        "hurried play's parts (a side of a rank) by the rounds they took: " + ", ".join(
+            f"{count} {'at the cap' if label == 'capped' else f'after {label}'}"
+            for label, count in sorted(cost.hurried_rounds.items(), key=lambda kv: (kv[0] == "capped", kv[0].zfill(3)))),
+        cost.line(),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     from rules.charge_spark.config import RuleSet, apply_overrides
     from rules.charge_spark.game import ChargeSparkGame
@@ -529,12 +552,19 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m solver.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a small rule set end to end, and no full game")
+    parser.add_argument("--solve-cost", action="store_true",
+                        help="only the solve-cost figure: the printed board at health 1, in stage passes a state")
     args = parser.parse_args(argv)
 
     def rooted(overrides):
         rules = apply_overrides(RuleSet(), overrides)
         game = ChargeSparkGame(rules)
         return game, game.encode(initial_position(rules))
+
+    if args.solve_cost:
+        for line in bench_solve_cost(*rooted(["health=1"]), tiny=rooted(["board=SM", "health=1", "bonus_cards="])):
+            print(line, flush=True)
+        return 0
 
     print(f"machine: {numba.config.NUMBA_NUM_THREADS} hardware threads; python {sys.version.split()[0]}")
     for line in bench_stage_kernel(kernel_games=2_000 if args.quick else 20_000, lp_games=60 if args.quick else 300):

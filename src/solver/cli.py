@@ -196,7 +196,10 @@ def warn(message: str) -> None:
 @cache_options
 @click.option("--force", is_flag=True, help="Solve again even if a solved table is cached.")
 @click.option("--max-states", type=click.IntRange(min=1), default=None, help="Refuse to enumerate more states than this.")
-def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, force: bool, max_states: int | None) -> None:
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Processes the solve runs on (default: every core this process may use). Any number gives the same table.")
+def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, force: bool, max_states: int | None,
+          workers: int | None) -> None:
     """Solve every state reachable from the start and store the table in the cache."""
     rule_set = rules_in_force(rules_file, overrides)
     started = time.perf_counter()
@@ -211,8 +214,8 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
         notes["interrupt_note"] = (
             f"no table was saved; the ranks solved so far are kept in {resume_dir_of(path)}: solve again to resume")
         table = solved_table(
-            rule_set, cache_dir, force=force, max_states=max_states, show_progress=sys.stderr.isatty(), warn=warn,
-            workers=usable_cores(),
+            rule_set, cache_dir, force=force, max_states=max_states, show_progress=True, warn=warn,
+            workers=workers or usable_cores(),
         )
         notes.pop("interrupt_note")
         result, path, reused, stored = table.result, table.path, table.reused, table.stored
@@ -243,12 +246,18 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
         f" largest Bellman residual {result.bellman_residual:.2e}",
         *over_lines,
         hurry_line(result.table_hurry_figures),
+        rounds_line(result.hurried_rounds),
         (f"table        {path} ({path.stat().st_size / 1e6:,.1f} MB)" if stored else
          "table        not stored (see the warning above); the figures here are the solve's own")
         + ("  [already solved; --force to solve again]" if reused else ""),
         f"time         {timing_line(result, time.perf_counter() - started) if not reused else f'{time.perf_counter() - started:.2f} s (loaded)'}",
     ]
     click.echo("\n".join(lines))
+    if result.hurried_rounds.get("capped"):  # the figures then come from the cap, not from the rule's fixed point
+        from .core.hurry import MAX_ROUNDS  # here only: a query from a stored table loads no compiler
+        warn(f"hurried play stopped at its cap of {MAX_ROUNDS} rounds, short of its own stopping rule, on"
+             f" {result.hurried_rounds['capped']:,} of {sum(result.hurried_rounds.values()):,} parts: lengths and card"
+             " usage there are those of the last round")
     if not status.certified:
         click.get_current_context().exit(UNCERTIFIED_EXIT)
 
@@ -351,6 +360,20 @@ def follow_play_fits(states: int) -> bool:
     """Whether following play through a table of `states` fits in the memory available now."""
     fit = states_that_fit(FOLLOW_PLAY_BYTES_PER_STATE)
     return fit is None or states <= fit
+
+
+def rounds_line(tally: dict[str, int]) -> str:
+    """How hurried play's strategy iteration ended, over the solve's parts (each side of each rank's layer)."""
+    if not tally:
+        return "rounds       hurried play's rounds not recorded (a table stored by an earlier version)"
+    from .core.hurry import MAX_ROUNDS  # here only: a query from a stored table loads no compiler
+
+    settled = sorted((int(k), v) for k, v in tally.items() if k != "capped")
+    by_rounds = ", ".join(f"{count:,} after {rounds}" for rounds, count in settled)
+    capped = tally.get("capped", 0)
+    return (f"rounds       hurried play's strategy iteration, {sum(tally.values()):,} parts (a side of a rank):"
+            f" {sum(count for _, count in settled):,} settled by its own rule ({by_rounds or 'none'} rounds),"
+            f" {capped:,} stopped at the cap of {MAX_ROUNDS} rounds")
 
 
 def hurry_line(figures: HurryFigures) -> str:
@@ -522,7 +545,7 @@ def hidden(
         from .hidden.wild_table import solved_wild_table
 
         wild_table = solved_wild_table(rule_set, table.result.states, cache_dir, warn=warn, workers=usable_cores(),
-                                       show_progress=sys.stderr.isatty(), max_states=max_states)
+                                       show_progress=True, max_states=max_states)
     shown: list[PhaseProgress] = []
 
     def progress(done: int, total: int) -> None:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 import numba
 import numpy as np
 
+from . import phase_clock
 from .best_response import best_response_and_stalls, best_response_values
 from .graph import GameGraph, segment_positions
 from .shapley import max_cells, stage_matrix_kernel
@@ -57,15 +58,19 @@ large enough that a turn saved is worth more than the tie-break LP's
 tolerance; lengths at 1e-5 and 1e-6 agree (tests, `make bench`)."""
 
 FALLBACK_TOL = 1e-10  # a hurried strategy whose exact guarantee misses the value solve's by more falls back
-MAX_ROUNDS = 4  # strategy-iteration rounds of one side's buzzer game
-"""Most games use them all: after the second, a round gains about a turn at a
-few states and less each time. From 6 to 4 rounds (board S*M, health 1 and 2)
-the start's win split moved by 0.03 pp and its mean length by 0.001 turns;
-over all states the split moved by 0.01 and 0.05 pp on average. 3 rounds
-moved the start's split by 0.23 pp, 2 by 0.8 pp."""
+MAX_ROUNDS = 40  # strategy-iteration rounds of one side's buzzer game, at most
+"""A guard, not the rule: the iteration stops by its own rule (no strategy
+changes, or a round gains less than a hundredth of a turn), on board S*M at
+health 1 within 11 rounds, on the printed rules' health-1 board within 11
+(see docs/performance.md). A part stopped here is counted (`Rounds`) and
+`solve` warns. Until 2026-12-05 the cap was 4 and most parts reached it."""
 STRATEGY_SETTLED = 1e-12  # a round that moves no strategy weight by more than this has converged
 MAX_FALLBACK_ROUNDS = 6
 IMPROVED = 1e-13  # a round that raises no buzzer value by more than this has converged
+MOVED = 1e-14
+"""A buzzer value that moves by more than this sends the states leading to it
+back to their tie-break LP; smaller moves (round-off of the exact evaluation)
+cannot change which stage strategy gains more than a hundredth of a turn."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,6 +97,7 @@ class Hurried:
     fallback: np.ndarray  # int8 per state: 1 if P1 fell back to the value solve's strategy there, 2 if P2, 3 both
     p1_stalls: np.ndarray  # per state: whether P2 can keep play going forever against P1's strategy (see `best_response`)
     p2_stalls: np.ndarray
+    rounds: tuple[Rounds, ...] = ()  # of each side's strategy iteration (P1's alone where P2's is mirrored)
 
     def known(self, graphs: tuple[GameGraph, GameGraph]) -> tuple[Known, Known]:
         """Each side's guarantee as `scored_guarantees` takes it, `graphs` those it was computed in."""
@@ -184,7 +190,8 @@ def buzzer_graph(graph: GameGraph, ends: np.ndarray, exit_buzzer: np.ndarray, et
 @numba.njit(cache=True)
 def _improve_side(
     row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
-    b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, max_cells, declined,
+    b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, max_cells, declined, gain,
+    stale, pred_ptr, pred,
 ):
     """Into `strategy` (one side's, updated in place): at every state, of the
     side's optimal strategies in the stage game A of `a_values`, the best in
@@ -198,17 +205,24 @@ def _improve_side(
 
     `b_values` is updated too, Gauss-Seidel, with what the new stage strategy
     guarantees in B where that is better: improvements then travel along a
-    chain of states in one sweep instead of one state a round."""
+    chain of states in one sweep instead of one state a round.
+
+    Change-driven: only the states marked `stale` are solved (a state's LP
+    reads its successors' buzzer values, and A does not change between
+    rounds); a state solved is unmarked, and a buzzer value that moves by
+    more than `MOVED` marks the states that lead to it (`pred_ptr`, `pred`)."""
     a_buffer = np.empty(max_cells)
     b_buffer = np.empty(max_cells)
+    held = np.empty(16)
     T, basis = make_workspace(16)
     sides = 1 if row_side else 2
     for i in range(row_ptr.shape[0] - 1):
         m = row_ptr[i + 1] - row_ptr[i]
         n = col_ptr[i + 1] - col_ptr[i]
         own = m if row_side else n
-        if own == 1:
+        if own == 1 or not stale[i]:
             continue
+        stale[i] = False
         a = a_buffer[: m * n].reshape((m, n))
         b = b_buffer[: m * n].reshape((m, n))
         stage_matrix_kernel(i, a_values, 1.0, a_unending, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, m, n, a)
@@ -223,21 +237,86 @@ def _improve_side(
         out = x if row_side else y
         first = row_ptr[i] if row_side else col_ptr[i]
         for j in range(own):
-            strategy[first + j] = out[j]
+            held[j] = strategy[first + j]
+        now = held[:own]
+        # Policy iteration's switching rule: the strategy held is kept unless the new one is
+        # better in B by more than `gain` (and the held one is as good in A). Ties in B (many
+        # stage strategies end the game equally soon) then never flip from round to round.
         if row_side:
-            b_values[i] = max(b_values[i], row_guarantee(b, out))
+            kept = (row_guarantee(a, now) >= row_guarantee(a, out) - 1e-12
+                    and row_guarantee(b, out) <= row_guarantee(b, now) + gain)
         else:
-            b_values[i] = min(b_values[i], col_guarantee(b, out))
+            kept = (col_guarantee(a, now) <= col_guarantee(a, out) + 1e-12
+                    and col_guarantee(b, out) >= col_guarantee(b, now) - gain)
+        if kept:
+            out = now
+        else:
+            for j in range(own):
+                strategy[first + j] = out[j]
+        before = b_values[i]
+        if row_side:
+            b_values[i] = max(before, row_guarantee(b, out))
+        else:
+            b_values[i] = min(before, col_guarantee(b, out))
+        if abs(b_values[i] - before) > MOVED:
+            for e in range(pred_ptr[i], pred_ptr[i + 1]):
+                stale[pred[e]] = True
+
+
+@numba.njit(cache=True)
+def _predecessors(cell_ptr, out_ptr, out_next):
+    """(pred_ptr, pred): for each state, the states with a move to it (repeats kept; itself included if it loops)."""
+    n = cell_ptr.shape[0] - 1
+    count = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        for k in range(cell_ptr[i], cell_ptr[i + 1]):
+            for j in range(out_ptr[k], out_ptr[k + 1]):
+                if out_next[j] >= 0:
+                    count[out_next[j] + 1] += 1
+    for i in range(n):
+        count[i + 1] += count[i]
+    pred = np.empty(count[n], np.int64)
+    at = count[:-1].copy()
+    for i in range(n):
+        for k in range(cell_ptr[i], cell_ptr[i + 1]):
+            for j in range(out_ptr[k], out_ptr[k + 1]):
+                t = out_next[j]
+                if t >= 0:
+                    pred[at[t]] = i
+                    at[t] += 1
+    return count, pred
+
+
+def predecessors(graph: GameGraph) -> tuple[np.ndarray, np.ndarray]:
+    """(pred_ptr, pred): the states with a move to each state of `graph` (`pred[pred_ptr[i]:pred_ptr[i + 1]]`)."""
+    return _predecessors(
+        np.ascontiguousarray(graph.cell_ptr, np.int64), np.ascontiguousarray(graph.out_ptr, np.int64),
+        np.ascontiguousarray(graph.out_next, np.int64),
+    )
+
+
+def mark_stale(stale: np.ndarray, moved: np.ndarray, pred_ptr: np.ndarray, pred: np.ndarray) -> None:
+    """Mark in `stale` every state with a move to a state where `moved` is true."""
+    at = np.flatnonzero(moved)
+    if at.size:
+        stale[pred[segment_positions(pred_ptr, at)]] = True
 
 
 def improve_strategy(
     graph: GameGraph, values: np.ndarray, buzzer: GameGraph, buzzer_values: np.ndarray, side: int,
-    strategy: np.ndarray,
+    strategy: np.ndarray, gain: float = 0.0, stale: np.ndarray | None = None,
+    preds: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(strategy, buzzer values, declined): one side's optimal stage strategies
     in `graph`'s stage games at `values`, best in `buzzer`'s at `buzzer_values`
     (one Gauss-Seidel sweep, the values updated as it goes; payoffs to P1: P1
-    maximises, P2 minimises)."""
+    maximises, P2 minimises). A state keeps the strategy it has unless the new
+    one is better in the buzzer game by more than `gain`. With `stale` (updated
+    in place) and `preds` (`predecessors(buzzer)`), only the stale states are
+    solved (see `_improve_side`); without, every state."""
+    if stale is None:
+        stale = np.ones(graph.num_states, np.bool_)
+    pred_ptr, pred = preds if preds is not None else (np.zeros(graph.num_states + 1, np.int64), np.zeros(0, np.int64))
     out = np.array(strategy, np.float64, copy=True)
     updated = np.array(buzzer_values, np.float64, copy=True)
     declined = np.zeros(graph.num_states, np.bool_)
@@ -248,15 +327,29 @@ def improve_strategy(
         np.ascontiguousarray(graph.terminal_payoff, np.float64), float(graph.unending_payoff),
         np.ascontiguousarray(values, np.float64), buzzer.out_ptr, buzzer.out_next, buzzer.out_prob,
         np.ascontiguousarray(buzzer.terminal_payoff, np.float64), updated,
-        side == 0, out, max_cells(graph), declined,
+        side == 0, out, max_cells(graph), declined, gain, stale, pred_ptr, pred,
     )
     return out, updated, declined
 
 
+@dataclass(frozen=True)
+class Rounds:
+    """How one side's strategy iteration ended: after `rounds` rounds, by its own
+    stopping rule or (`capped`) at `MAX_ROUNDS`, short of it."""
+
+    rounds: int
+    capped: bool
+
+    @property
+    def label(self) -> str:
+        """A tally's key: the rounds taken, or "capped"."""
+        return "capped" if self.capped else str(self.rounds)
+
+
 def hurried_side(
     graph: GameGraph, guarantee: np.ndarray, strategy: np.ndarray, buzzer: GameGraph, side: int, eta: float,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(strategy, buzzer values) of one side: strategy iteration on its buzzer
+) -> tuple[np.ndarray, np.ndarray, Rounds]:
+    """(strategy, buzzer values, rounds taken) of one side: strategy iteration on its buzzer
     game from `strategy` (the value solve's), over the stage strategies that
     keep `guarantee` (that side's exact guarantee in `graph`).
 
@@ -268,20 +361,27 @@ def hurried_side(
     changing long before.)"""
     sign = 1.0 if side == 0 else -1.0
     current = np.asarray(strategy, np.float64)
-    payoff = best_response_values(buzzer, side, current)
+    with phase_clock.phase("hurried play: best responses"):
+        payoff = best_response_values(buzzer, side, current)
+        preds = predecessors(buzzer)
+    stale = np.ones(graph.num_states, np.bool_)
     # A turn saved is worth about eta of buzzer value: gains below a hundredth of a turn are not pursued.
     enough = max(IMPROVED, 1e-2 * eta)
-    for _ in range(MAX_ROUNDS):
-        candidate, swept, _ = improve_strategy(graph, guarantee, buzzer, payoff, side, current)
+    for done in range(1, MAX_ROUNDS + 1):
+        with phase_clock.phase("hurried play: tie-break sweeps"):
+            candidate, swept, _ = improve_strategy(graph, guarantee, buzzer, payoff, side, current, enough, stale, preds)
         if np.max(np.abs(candidate - current), initial=0.0) <= STRATEGY_SETTLED:
-            break
+            return current, sign * payoff, Rounds(done, False)
         current = candidate
         if float(np.max(sign * (swept - payoff), initial=0.0)) <= enough:
             # The swept values are what the new strategy achieves at least (each state's
             # against values that only rose since), within a hundredth of a turn.
-            return current, sign * swept
-        payoff = best_response_values(buzzer, side, current, swept)
-    return current, sign * payoff
+            return current, sign * swept, Rounds(done, False)
+        with phase_clock.phase("hurried play: best responses"):
+            payoff = best_response_values(buzzer, side, current, swept)
+        # The exact evaluation moves the buzzer values the sweep left: the states leading there are solved again.
+        mark_stale(stale, np.abs(payoff - swept) > MOVED, *preds)
+    return current, sign * payoff, Rounds(MAX_ROUNDS, True)
 
 
 def _with_fallback(
@@ -326,22 +426,31 @@ def hurry(
     `checked_in`: the graphs in which the hurried strategies' guarantees are
     computed (default: `p1_graph` and `p2_graph`), for a part of a game whose
     exits pay the hurried strategies' guarantees there."""
+    with phase_clock.phase("hurried play: the rest"):
+        return _hurry(p1_graph, p2_graph, lower, upper, row, col, exits, mirror, eta, checked_in)
+
+
+def _hurry(
+    p1_graph: GameGraph, p2_graph: GameGraph, lower: np.ndarray, upper: np.ndarray,
+    row: np.ndarray, col: np.ndarray, exits: Exits, mirror: np.ndarray | None, eta: float | None,
+    checked_in: tuple[GameGraph, GameGraph] | None,
+) -> Hurried:
     p1_check, p2_check = checked_in or (p1_graph, p2_graph)
     eta = BUZZER if eta is None else eta
     p1_buzzer_game = buzzer_graph(p1_graph, exits.ends, exits.p1_buzzer, eta, 1.0)
-    x, h1 = hurried_side(p1_graph, lower, row, p1_buzzer_game, 0, eta)
+    x, h1, p1_rounds = hurried_side(p1_graph, lower, row, p1_buzzer_game, 0, eta)
     x, low, p1_fell, p1_stalls = _with_fallback(p1_check, 0, x, row, lower)
     if mirror is not None:
         total = 2.0 * p1_graph.unending_payoff
         y = x[segment_positions(np.asarray(p1_graph.row_ptr, np.int64), mirror)]
         return Hurried(
             x, y, h1, h1[mirror], low, total - low[mirror], fallback_marks(p1_fell, p1_fell[mirror]),
-            p1_stalls, p1_stalls[mirror],
+            p1_stalls, p1_stalls[mirror], (p1_rounds,),
         )
     p2_buzzer_game = buzzer_graph(p2_graph, exits.ends, exits.p2_buzzer, eta, -1.0)
-    y, h2 = hurried_side(p2_graph, upper, col, p2_buzzer_game, 1, eta)
+    y, h2, p2_rounds = hurried_side(p2_graph, upper, col, p2_buzzer_game, 1, eta)
     y, high, p2_fell, p2_stalls = _with_fallback(p2_check, 1, y, col, upper)
-    return Hurried(x, y, h1, h2, low, high, fallback_marks(p1_fell, p2_fell), p1_stalls, p2_stalls)
+    return Hurried(x, y, h1, h2, low, high, fallback_marks(p1_fell, p2_fell), p1_stalls, p2_stalls, (p1_rounds, p2_rounds))
 
 
 def fallback_marks(p1_fell: np.ndarray, p2_fell: np.ndarray) -> np.ndarray:

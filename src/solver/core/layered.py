@@ -40,13 +40,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numba
 import numpy as np
 
+from . import phase_clock
 from .absorption import chain_values, outcomes_and_ending_turns
 from .best_response import best_response_values
 from .boundary import Boundary
@@ -64,7 +65,7 @@ from .graph import (
     segment_positions,
     sorted_contains,
 )
-from .hurry import Exits, ScoredGuarantees, hurry, scored, scored_guarantees
+from .hurry import Exits, Known, Rounds, ScoredGuarantees, hurry, scored, scored_guarantees
 from .result import ARRAY_FIELDS, PER_STATE_HURRY
 from .shapley import bellman_residual
 from .shared_arrays import SharedArrays, release_pages
@@ -334,6 +335,7 @@ class LayeredSolution:
     bellman_residual: float
     rounds: int  # best-response rounds spent on cyclic components
     certify_seconds: float  # of the whole, the time spent on the certificate, hurried play and outcome probabilities
+    hurried_rounds: dict[str, int] = field(default_factory=dict)  # sides' hurried play by how it ended (`Rounds.label`)
 
     def arrays(self) -> dict[str, Any]:
         """The arrays a `SolveResult` holds, by its names (the game's payoffs aside)."""
@@ -388,6 +390,7 @@ class LayerSolution:
     bellman_residual: float
     rounds: int
     certify_seconds: float
+    hurried_rounds: tuple[Rounds, ...] = ()  # how each side's hurried play ended (none: not hurried, or no choice)
 
     def per_state(self) -> dict[str, Any]:
         """The per-state arrays a `SolveResult` holds, by its names (of a hurried solve)."""
@@ -438,23 +441,25 @@ def solve_part(
     ("hurry"). `hurried=False` skips hurried play: the value solve's
     certified strategies are the answer (`_value_solution`)."""
     start = time.perf_counter()
-    p1_graph = with_exit_payoffs(part, exits.p1_guarantee)
-    p2_pay = np.concatenate([part.graph.terminal_payoff, exits.p2_guarantee])
-    bracket = bracket_values(
-        p1_graph, strongly_connected_components(p1_graph), progress=progress, mirror=mirror,
-        p2_terminal_payoff=p2_pay, warm=warm,
-    )
+    with phase_clock.phase("bracket"):
+        p1_graph = with_exit_payoffs(part, exits.p1_guarantee)
+        p2_pay = np.concatenate([part.graph.terminal_payoff, exits.p2_guarantee])
+        bracket = bracket_values(
+            p1_graph, strongly_connected_components(p1_graph), progress=progress, mirror=mirror,
+            p2_terminal_payoff=p2_pay, warm=warm,
+        )
     row, col = bracket.row_strategy, bracket.col_strategy
     bracketed = time.perf_counter()
-    low = best_response_values(p1_graph, 0, row, bracket.lower if guess else None)
-    p2_graph = with_exit_payoffs(part, exits.p2_guarantee)
-    if _mirrored(part, mirror, exits, row, col):
-        # P2's strategies are P1's seen from the other seat, and so are the exits' figures:
-        # P2's best response at a state is P1's at its twin, with the seats swapped.
-        high = 2.0 * part.graph.unending_payoff - low[mirror]
-    else:
-        high = best_response_values(p2_graph, 1, col, bracket.upper if guess else None)
-    middle = np.clip(bracket.values, low, np.maximum(low, high))
+    with phase_clock.phase("certificate"):
+        low = best_response_values(p1_graph, 0, row, bracket.lower if guess else None)
+        p2_graph = with_exit_payoffs(part, exits.p2_guarantee)
+        if _mirrored(part, mirror, exits, row, col):
+            # P2's strategies are P1's seen from the other seat, and so are the exits' figures:
+            # P2's best response at a state is P1's at its twin, with the seats swapped.
+            high = 2.0 * part.graph.unending_payoff - low[mirror]
+        else:
+            high = best_response_values(p2_graph, 1, col, bracket.upper if guess else None)
+        middle = np.clip(bracket.values, low, np.maximum(low, high))
     certified = time.perf_counter()
     if not hurried:
         solution = _value_solution(part, exits, p1_graph, low, high, middle, row, col, int(bracket.rounds.sum()), bracketed)
@@ -493,21 +498,31 @@ def _hurried_solution(
     solve_guarantees = (low, high)
     row, col, low, high = hurried.row_strategy, hurried.col_strategy, hurried.p1_guarantee, hurried.p2_guarantee
     middle = _within_guarantees(middle, low, high)
-    total = 2.0 * layer.graph.unending_payoff
-    e = exits.scored
     # Where no endless play is possible against the hurried strategies and the exits' scored
     # guarantees are their hurried ones, the scored guarantees are the hurried ones, no best response needed.
-    strict = scored_guarantees(
-        (scored(with_exit_payoffs(layer, e.p1_u0), 0.0), scored(with_exit_payoffs(layer, e.p1_u1), total)),
-        (scored(with_exit_payoffs(layer, e.p2_u0), 0.0), scored(with_exit_payoffs(layer, e.p2_u1), total)),
-        row, col, twin,
-        known=hurried.known(checked_in),
-    )
-    residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
-    terminal, unending, turns = _layer_outcomes(layer, p1_graph, row, col, exits)
+    with phase_clock.phase("scored guarantees"):
+        strict = _scored(layer, exits, row, col, twin, hurried.known(checked_in))
+    with phase_clock.phase("residual and outcomes"):
+        residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
+        terminal, unending, turns = _layer_outcomes(layer, p1_graph, row, col, exits)
     return LayerSolution(
         row, col, low, high, middle, terminal, unending, turns, (hurried.p1_buzzer, hurried.p2_buzzer), strict,
-        hurried.fallback, solve_guarantees, residual, rounds, time.perf_counter() - clock,
+        hurried.fallback, solve_guarantees, residual, rounds, time.perf_counter() - clock, hurried.rounds,
+    )
+
+
+def _scored(
+    layer: LayerGraph, exits: ExitFigures, row: np.ndarray, col: np.ndarray, twin: np.ndarray | None,
+    known: tuple[Known, Known],
+) -> ScoredGuarantees:
+    """Each side's guarantee playing `row`, `col` with endless play scored 0 and 2u (`scored_guarantees`)."""
+    assert exits.scored is not None
+    total = 2.0 * layer.graph.unending_payoff
+    e = exits.scored
+    return scored_guarantees(
+        (scored(with_exit_payoffs(layer, e.p1_u0), 0.0), scored(with_exit_payoffs(layer, e.p1_u1), total)),
+        (scored(with_exit_payoffs(layer, e.p2_u0), 0.0), scored(with_exit_payoffs(layer, e.p2_u1), total)),
+        row, col, twin, known=known,
     )
 
 
@@ -628,9 +643,11 @@ def solve_layers(
     when the solve is done; it needs about as much room as the table."""
     keep = _Keep(True, True)
     with _layers_solved(game, layers, progress, workers, scratch_dir, boundary, warm, keep, resume_dir) as run:
-        arrays = _assemble(run.all_states, run.figures, [i for i, layer in enumerate(layers) if not layer.given], run.spill)
+        with phase_clock.phase("storing"):
+            arrays = _assemble(run.all_states, run.figures, [i for i, layer in enumerate(layers) if not layer.given], run.spill)
         return LayeredSolution(
             **arrays, bellman_residual=run.residual, rounds=run.rounds, certify_seconds=run.certify_seconds,
+            hurried_rounds=dict(run.hurried_rounds),
         )
 
 
@@ -708,6 +725,7 @@ class _LayersRun:
     residual: float = 0.0
     rounds: int = 0
     certify_seconds: float = 0.0
+    hurried_rounds: collections.Counter[str] = field(default_factory=collections.Counter)
 
 
 @contextlib.contextmanager
@@ -756,6 +774,8 @@ def _count_done(run: _LayersRun, done: _LayerDone, progress: Callable[[int], Non
     run.residual = max(run.residual, done.bellman_residual)
     run.rounds += done.rounds
     run.certify_seconds += done.certify_seconds
+    run.hurried_rounds.update(done.hurried_rounds)
+    phase_clock.merge(done.phases)  # a worker's: this process's clock then holds the whole solve's
     if progress is not None:
         progress(done.states)
 
@@ -791,7 +811,7 @@ def _keep_layer(ctx: _LayerContext, number: int, at: np.ndarray, done: _LayerDon
         return
     arrays = {name: column[at] for name, column in _figure_columns(ctx.figures).items()}
     meta: dict[str, Any] = {"states": done.states, "bellman_residual": done.bellman_residual, "rounds": done.rounds,
-            "certify_seconds": done.certify_seconds}
+            "certify_seconds": done.certify_seconds, "hurried_rounds": list(done.hurried_rounds)}
     if ctx.keep.strategies:
         meta["strategies"] = digest_of_file(Path(ctx.spill) / f"{number}.npz")
     ctx.checkpoint.save(number, {"at": at, **arrays}, meta)
@@ -817,7 +837,8 @@ def _restored_layers(checkpoint: Checkpoint, f: _SharedFigures, keep: _Keep, spi
         f.finished[at] = True
         f.release()  # a layer at a time: restoring a whole solve's figures would otherwise hold them all
         restored[number] = _LayerDone(int(meta["states"]), float(meta["bellman_residual"]), int(meta["rounds"]),
-                                      float(meta["certify_seconds"]))
+                                      float(meta["certify_seconds"]),
+                                      hurried_rounds=tuple(str(r) for r in meta.get("hurried_rounds", ())))
     return restored
 
 
@@ -980,6 +1001,8 @@ class _LayerDone:
     bellman_residual: float
     rounds: int
     certify_seconds: float
+    phases: dict[str, float] = field(default_factory=dict)  # CPU seconds by phase (`phase_clock`) of the process that solved it
+    hurried_rounds: tuple[str, ...] = ()  # `Rounds.label` of each side's hurried play
 
 
 def _solve_layer_at(number: int) -> _LayerDone:
@@ -987,12 +1010,15 @@ def _solve_layer_at(number: int) -> _LayerDone:
     ctx = _context()
     layer, f = ctx.layers[number], ctx.figures
     if layer.twin_of is not None:
-        return _mirror_layer_at(number)
-    lg = layer_graph(ctx.game, layer.states, ctx.all_states)
-    if not f.finished[lg.exits].all():
-        raise ValueError(f"layer of rank {layer.rank} exits to a state that is not finished")
-    swapped = ctx.game.swap(layer.states) if hasattr(ctx.game, "swap") else None
-    mirror = seat_mirror(with_exit_payoffs(lg, np.zeros(lg.exits.size)), swapped, check_payoffs=False)
+        with phase_clock.phase("storing"):
+            copied = _mirror_layer_at(number)
+        return replace(copied, phases=phase_clock.taken())
+    with phase_clock.phase("layer graphs"):
+        lg = layer_graph(ctx.game, layer.states, ctx.all_states)
+        if not f.finished[lg.exits].all():
+            raise ValueError(f"layer of rank {layer.rank} exits to a state that is not finished")
+        swapped = ctx.game.swap(layer.states) if hasattr(ctx.game, "swap") else None
+        mirror = seat_mirror(with_exit_payoffs(lg, np.zeros(lg.exits.size)), swapped, check_payoffs=False)
     x = lg.exits
     hurried = ctx.keep.hurried
     exits = ExitFigures(
@@ -1005,6 +1031,15 @@ def _solve_layer_at(number: int) -> _LayerDone:
     )
     f.release()  # the exits' figures are copied: their pages need not stay while the layer is solved
     done = solve_layer(lg, mirror, exits, ctx.warm(layer.states) if ctx.warm is not None else None, hurried)
+    with phase_clock.phase("storing"):
+        finished = _record_layer(ctx, number, layer, lg, done)
+    return replace(finished, phases=phase_clock.taken())
+
+
+def _record_layer(ctx: _LayerContext, number: int, layer: Layer, lg: LayerGraph, done: LayerSolution) -> _LayerDone:
+    """Write a solved layer's figures to shared memory and its strategies to the spill directory."""
+    f = ctx.figures
+    hurried = ctx.keep.hurried
     at = np.searchsorted(ctx.all_states, layer.states)
     g = lg.graph
     if ctx.keep.strategies:
@@ -1024,7 +1059,8 @@ def _solve_layer_at(number: int) -> _LayerDone:
         f.p1_guarantee_u0[at], f.p2_guarantee_u0[at], f.p1_guarantee_u1[at], f.p2_guarantee_u1[at] = s.p1_u0, s.p2_u0, s.p1_u1, s.p2_u1
         f.fallback[at] = done.fallback
     f.row_count[at], f.col_count[at] = np.diff(g.row_ptr), np.diff(g.col_ptr)
-    finished = _LayerDone(int(at.size), done.bellman_residual, done.rounds, done.certify_seconds)
+    finished = _LayerDone(int(at.size), done.bellman_residual, done.rounds, done.certify_seconds,
+                          hurried_rounds=tuple(r.label for r in done.hurried_rounds))
     _keep_layer(ctx, number, at, finished)
     f.finished[at] = True
     f.release()
@@ -1150,13 +1186,13 @@ def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int
     strategies come from the files of the layers `numbers`."""
     out: dict[str, np.ndarray] = {"states": all_states}
     del figures.p1_guarantee, figures.p2_guarantee  # the value solve's: the reported strategies' are kept
-    for name, field in (("middle", "middle"), ("p1_guarantee", "hurried_p1_guarantee"), ("p2_guarantee", "hurried_p2_guarantee"),
-                        ("terminal_probability", "terminal"), ("unending_probability", "unending"),
-                        ("ending_turns", "ending_turns"), *((name, name) for name in PER_STATE_HURRY)):
-        column = getattr(figures, field)
+    for name, held_as in (("middle", "middle"), ("p1_guarantee", "hurried_p1_guarantee"), ("p2_guarantee", "hurried_p2_guarantee"),
+                          ("terminal_probability", "terminal"), ("unending_probability", "unending"),
+                          ("ending_turns", "ending_turns"), *((name, name) for name in PER_STATE_HURRY)):
+        column = getattr(figures, held_as)
         dtype: type = np.int8 if name == "fallback" else np.float64  # the table's types, whatever they are held in here
         out[name] = _mapped_column(os.path.join(spill, f"out-{name}.npy"), column, dtype, figures.release)
-        delattr(figures, field)  # the shared memory goes with its last reference
+        delattr(figures, held_as)  # the shared memory goes with its last reference
     for side in ("row", "col"):
         count = getattr(figures, f"{side}_count")
         out[f"{side}_ptr"] = _mapped(os.path.join(spill, f"out-{side}_ptr.npy"), offsets_of(count.astype(np.int64)))

@@ -107,6 +107,7 @@ class SolveResult:
     bellman_residual: float
     method: str
     timings: dict[str, float] = field(default_factory=dict)
+    hurried_rounds: dict[str, int] = field(default_factory=dict)  # hurried play's sides by how their iteration ended ("1".."4", "capped")
     graph: GameGraph | None = None
     whole_states: int | None = None  # set when this holds only part of a stored table ...
     whole_max_exploitability: float | None = None  # ... with that table's figures

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import collections
 import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm import tqdm
 
-from . import resources
+from . import phase_clock, resources
 from .boundary import Boundary
 from .bracketing import seat_mirror
 from .graph import GameGraph, GraphTooLargeError, build_graph, reachable_states
@@ -25,6 +25,7 @@ from .layered import (
     solve_part,
 )
 from .outcome import Outcome, Seat, terminal_outcomes, won_by
+from .progress import PhaseProgress
 from .protocol import StochasticGame
 from .resources import GRAPH_BYTES_PER_STATE, bytes_per_state
 from .result import SolveResult
@@ -222,9 +223,9 @@ def solve_start_figures(
     layers = _enumerated(game, roots, timings, show_progress, max_states, workers, None, bytes_per_state(game, hurried))
     assert not isinstance(layers, GameGraph)
     clock = time.perf_counter()
-    with tqdm(desc="solving", total=sum(layer.states.size for layer in layers), unit=" states", delay=1.0,
-              disable=not show_progress) as bar:
-        figures = solve_layers_at(game, layers, roots, hurried=hurried, progress=bar.update, workers=workers,
+    with PhaseProgress("solving", sum(layer.states.size for layer in layers), unit=" states", delay=1.0,
+                       shown=show_progress) as bar:
+        figures = solve_layers_at(game, layers, roots, hurried=hurried, progress=bar.advance, workers=workers,
                                   scratch_dir=scratch_dir, warm=warm, resume_dir=resume_dir)
     timings["solve"] = time.perf_counter() - clock
     method = FOLDED_METHOD if any(layer.twin_of is not None for layer in layers) else LAYERED_METHOD
@@ -247,18 +248,19 @@ def _enumerated(
     limit = max_states if max_states is not None else resources.states_that_fit(per_state)
     clock = time.perf_counter()
     layers: list[Layer] | GameGraph
-    with tqdm(desc="enumerating", unit=" states", delay=1.0, disable=not show_progress) as bar:
+    with PhaseProgress("enumerating", None, unit=" states", delay=1.0, shown=show_progress) as bar:
 
         def found(count: int) -> None:
-            bar.update(count - bar.n)
+            bar.update(count)
 
         try:
-            if hasattr(game, "progress_rank"):
-                layers = enumerate_by_rank(
-                    game, roots, progress=found, max_states=limit, workers=workers, boundary=boundary,
-                )
-            else:
-                layers = build_graph(game, reachable_states(game, roots, progress=found, max_states=limit))
+            with phase_clock.phase("enumeration"):
+                if hasattr(game, "progress_rank"):
+                    layers = enumerate_by_rank(
+                        game, roots, progress=found, max_states=limit, workers=workers, boundary=boundary,
+                    )
+                else:
+                    layers = build_graph(game, reachable_states(game, roots, progress=found, max_states=limit))
         except GraphTooLargeError:
             if max_states is not None:
                 raise
@@ -288,12 +290,12 @@ def _solve_layers(
     warm: WarmStart | None = None, resume_dir: str | os.PathLike[str] | None = None,
 ) -> SolveResult:
     clock = time.perf_counter()
-    with tqdm(
-        desc="solving", total=sum(layer.states.size for layer in layers if not layer.given), unit=" states", delay=1.0,
-        disable=not show_progress,
+    with PhaseProgress(
+        "solving", sum(layer.states.size for layer in layers if not layer.given), unit=" states", delay=1.0,
+        shown=show_progress,
     ) as bar:
         solution = solve_layers(
-            game, layers, progress=bar.update, workers=workers, scratch_dir=scratch_dir, boundary=boundary, warm=warm,
+            game, layers, progress=bar.advance, workers=workers, scratch_dir=scratch_dir, boundary=boundary, warm=warm,
             resume_dir=resume_dir,
         )
     # Solving and certifying interleave rank by rank (and across workers): one wall time for both.
@@ -304,6 +306,7 @@ def _solve_layers(
         bellman_residual=solution.bellman_residual,
         method=FOLDED_METHOD if any(layer.twin_of is not None for layer in layers) else LAYERED_METHOD,
         timings=timings,
+        hurried_rounds=solution.hurried_rounds,
     )
 
 
@@ -312,10 +315,7 @@ def _solve_graph(
     warm: WarmStart | None = None,
 ) -> SolveResult:
     clock = time.perf_counter()
-    with tqdm(
-        desc="solving", total=graph.num_states, unit=" states", delay=1.0,
-        disable=not show_progress,
-    ) as bar:
+    with PhaseProgress("solving", graph.num_states, unit=" states", delay=1.0, shown=show_progress) as bar:
         mirror = seat_mirror(graph, game.swap(graph.states))
         first = warm(graph.states) if warm is not None else None
         timings["solve"] = time.perf_counter() - clock
@@ -324,7 +324,7 @@ def _solve_graph(
         # and the figures of a whole-graph solve stay exactly those it always gave.
         done = solve_part(
             LayerGraph.whole(graph), ExitFigures.none(graph.terminal_payoff.shape[0]), mirror, first,
-            progress=bar.update, guess=False, timings=timings,
+            progress=bar.advance, guess=False, timings=timings,
         )
     return SolveResult(
         states=graph.states,
@@ -337,5 +337,6 @@ def _solve_graph(
         bellman_residual=done.bellman_residual,
         method=METHOD,
         timings=timings,
+        hurried_rounds=dict(collections.Counter(r.label for r in done.hurried_rounds)),
         graph=graph,
     )

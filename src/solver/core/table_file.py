@@ -119,6 +119,7 @@ def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = No
         "bellman_residual": result.bellman_residual,
         "method": result.method,
         "timings": result.timings,
+        "hurried_rounds": result.hurried_rounds,
         "whole": _whole_figures(result),
     }
     write_arrays(path, {name: getattr(result, name) for name in ARRAY_FIELDS}, header, key, meta, fmt=fmt)
@@ -214,6 +215,7 @@ def result_from(path: Path, arrays: dict[str, Any], header: dict, **extra: Any) 
             bellman_residual=float(header["bellman_residual"]),
             method=str(header["method"]),
             timings={str(k): float(v) for k, v in header["timings"].items()},
+            hurried_rounds={str(k): int(v) for k, v in header.get("hurried_rounds", {}).items()},  # older tables: none
             **extra,
         )
     except (KeyError, TypeError, ValueError, AttributeError) as error:

@@ -76,7 +76,7 @@ def reporting_progress(report: Callable[[dict], None]) -> Iterator[None]:
             shown["elapsed_seconds"] = round(now - started, 1)
             report(dict(shown))
 
-    class ProgressBar:
+    class ProgressBar:  # in place of the solve's `PhaseProgress`
         def __init__(self, desc: str = "", total: int | None = None, **_: Any) -> None:
             self.desc, self.total, self.n = desc, total, 0
             self.started = time.monotonic()
@@ -84,8 +84,11 @@ def reporting_progress(report: Callable[[dict], None]) -> Iterator[None]:
                 shown.update(phase="solving", states_to_solve=total)
                 send(force=True)
 
-        def update(self, count: int = 1) -> None:
-            self.n += count
+        def advance(self, count: int) -> None:
+            self.update(self.n + count)
+
+        def update(self, done: int) -> None:
+            self.n = done
             if self.desc == "enumerating":
                 shown["states_found"] = self.n
             elif self.desc == "solving":  # a rank-by-rank solve counts each rank as it finishes it
@@ -104,9 +107,9 @@ def reporting_progress(report: Callable[[dict], None]) -> Iterator[None]:
                 shown.update(phase="storing", seconds_left=None)
                 send(force=True)
 
-    real = solve.tqdm
-    solve.tqdm = ProgressBar  # type: ignore[misc, assignment]
+    real = solve.PhaseProgress
+    solve.PhaseProgress = ProgressBar  # type: ignore[misc, assignment]
     try:
         yield
     finally:
-        solve.tqdm = real
+        solve.PhaseProgress = real

@@ -1,0 +1,85 @@
+"""Progress of a long phase on stderr, with the time left from the measured rate.
+
+On a terminal a tqdm bar; elsewhere (a log, a pipe, CI) one line every
+`LINE_EVERY` seconds, so a phase of minutes is never silent and a short one
+prints nothing. The application names the lines (`PROGRAM`)."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from tqdm import tqdm
+
+LINE_EVERY = 30.0  # seconds between two lines when stderr is not a terminal
+PROGRAM = ""  # set by the application: a line reads "PROGRAM: label: ..."
+
+
+def rounded_duration(seconds: float) -> str:
+    """'under 10 s', 'about 30 s', 'about 4 min', 'about 1.5 h': rounded up."""
+    if seconds < 10:
+        return "under 10 s"
+    if seconds < 60:
+        return f"about {math.ceil(seconds / 10) * 10} s"
+    if seconds < 3600:
+        return f"about {math.ceil(seconds / 60)} min"
+    return f"about {math.ceil(seconds / 1800) / 2:g} h"
+
+
+class PhaseProgress:
+    """`update(done)` (or `advance(by)`) as a phase of `total` steps goes
+    (None: not known ahead, as in an enumeration); `close()` at its end.
+    `shown=False` says nothing at all."""
+
+    def __init__(
+        self, label: str, total: int | None, *, unit: str = "", shown: bool = True, stream: TextIO | None = None,
+        terminal: bool | None = None, every: float | None = None, clock: Callable[[], float] = time.monotonic,
+        delay: float = 0.0,
+    ) -> None:
+        self.label, self.total, self.unit, self.clock = label, total, unit, clock
+        self.every = LINE_EVERY if every is None else every
+        self.shown = shown
+        self.stream = stream if stream is not None else sys.stderr
+        self.terminal = self.stream.isatty() if terminal is None else terminal
+        self.started = self.last_line = clock()
+        self.bar = (tqdm(total=total, desc=label, file=self.stream, unit=unit, delay=delay)
+                    if shown and self.terminal else None)
+        self.done = 0
+
+    def __enter__(self) -> PhaseProgress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def advance(self, by: int) -> None:
+        self.update(self.done + by)
+
+    def update(self, done: int) -> None:
+        if self.bar is not None:
+            self.bar.update(done - self.done)
+        self.done = done
+        if not self.shown or self.bar is not None:
+            return
+        now = self.clock()
+        if now - self.last_line >= self.every and (self.total is None or done < self.total):
+            self.last_line = now
+            print(f"{PROGRAM}: {self.line(now)}" if PROGRAM else self.line(now), file=self.stream, flush=True)
+
+    def line(self, now: float) -> str:
+        """'{label}: 120 of 17,373 (0.7%), about 2.5 h left', the rate measured since the start;
+        without a total, '{label}: 12,345,678 so far, in about 4 min'."""
+        elapsed = now - self.started
+        if self.total is None:
+            return f"{self.label}: {self.done:,}{self.unit} so far, in {rounded_duration(elapsed)}"
+        share = self.done / self.total if self.total else 1.0
+        left = "time left not known yet" if self.done == 0 else (
+            f"{rounded_duration(elapsed * (self.total - self.done) / self.done)} left")
+        return f"{self.label}: {self.done:,} of {self.total:,}{self.unit} ({100 * share:.1f}%), {left}"
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

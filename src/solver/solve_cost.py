@@ -1,0 +1,100 @@
+"""The solve-cost figure: a solve's CPU time in passes of the stage kernel over its own states.
+
+A wall time says as much about the machine's load as about the solver. This
+figure does not: in one run it solves a game, then times one pass of the
+stage kernel (each state's matrix built from its successors' values, the
+pure-saddle check, the simplex, the value and both strategies) over the same
+states, and divides. Seat twins, which the solve copies rather than solves,
+are left out of the pass.
+"""
+
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba
+import numpy as np
+
+from .core import phase_clock
+from .core.layered import enumerate_by_rank, layer_graph, with_exit_payoffs
+from .core.shapley import max_cells, stage_matrix_kernel
+from .core.solve import solve_from
+from .core.stage import make_workspace, matrix_game_kernel_ws
+
+
+@dataclass(frozen=True)
+class SolveCost:
+    """One solve's CPU seconds (all processes), by phase, and one stage pass's over the states it solved."""
+
+    states: int  # every state of the table
+    solved: int  # of them, those solved (not copied from a seat twin)
+    solve_cpu: float
+    pass_cpu: float
+    phases: dict[str, float]  # CPU seconds by phase (`phase_clock`); what no phase claims is "other"
+    hurried_rounds: dict[str, int] = field(default_factory=dict)  # the solve's `SolveResult.hurried_rounds`
+
+    @property
+    def passes(self) -> float:
+        return self.solve_cpu / self.pass_cpu
+
+    def line(self) -> str:
+        """The figure's line: `solve cost: N stage passes a state (phase shares: ...)`."""
+        shares = ", ".join(f"{name} {100 * seconds / self.solve_cpu:.0f}%"
+                           for name, seconds in sorted(self.phases.items(), key=lambda kv: -kv[1]))
+        return f"solve cost: {self.passes:.1f} stage passes a state (phase shares: {shares})"
+
+
+@numba.njit(cache=True)
+def _stage_pass(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, unending, values, cells, actions):
+    """Solve every state's stage game built from `values` once: the sum of the values (kept so the work is not dropped)."""
+    buffer = np.empty(cells)
+    x = np.empty(actions)
+    y = np.empty(actions)
+    T, basis = make_workspace(actions)
+    total = 0.0
+    for i in range(row_ptr.shape[0] - 1):
+        m = row_ptr[i + 1] - row_ptr[i]
+        n = col_ptr[i + 1] - col_ptr[i]
+        a = buffer[: m * n].reshape((m, n))
+        stage_matrix_kernel(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
+        total += matrix_game_kernel_ws(a, x[:m], y[:n], T, basis)
+    return total
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure_solve_cost(game: Any, root: int, workers: int) -> SolveCost:
+    """Solve `game` from `root` on `workers` processes, then time one stage pass over the states it solved."""
+    phase_clock.taken()  # start the clock at zero
+    cpu, children = time.process_time(), _children_cpu()
+    result = solve_from(game, [root], show_progress=False, workers=workers)
+    solve_cpu = time.process_time() - cpu + _children_cpu() - children
+    phases = phase_clock.taken()
+    phases["other"] = max(0.0, solve_cpu - sum(phases.values()))
+    states = np.asarray(result.states)
+    values = np.asarray(result.values, np.float64)
+    pass_cpu, solved = 0.0, 0
+    layers = enumerate_by_rank(game, np.array([root], np.int64))
+    for layer in layers:
+        if layer.twin_of is not None or layer.given:
+            continue
+        lg = layer_graph(game, layer.states, states, labelled=False)
+        g = with_exit_payoffs(lg, values[lg.exits])
+        own = values[np.searchsorted(states, layer.states)]
+        arrays = (g.row_ptr, g.col_ptr, g.cell_ptr, g.out_ptr, g.out_next, g.out_prob)
+        arrays = tuple(np.ascontiguousarray(a, np.int64) for a in arrays[:5]) + (np.ascontiguousarray(arrays[5], np.float64),)
+        payoff = np.ascontiguousarray(g.terminal_payoff, np.float64)
+        actions = int(max(np.diff(g.row_ptr).max(), np.diff(g.col_ptr).max()))
+        # Once untimed: the kernel compiled or loaded, the layer's arrays paged in, as they are in the solve.
+        _stage_pass(*arrays, payoff, float(g.unending_payoff), own, max_cells(g), actions)
+        clock = time.process_time()
+        _stage_pass(*arrays, payoff, float(g.unending_payoff), own, max_cells(g), actions)
+        pass_cpu += time.process_time() - clock
+        solved += layer.states.size
+    return SolveCost(int(states.size), solved, solve_cpu, pass_cpu, phases, dict(result.hurried_rounds))
