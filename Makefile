@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install solve report test test-all lint clean
+.PHONY: install solve report test test-all lint clean docs
 
 # The printed rules solved from the start (under an hour, 5.6 GB, a 12.3 GB table in the
 # cache), then the answer at the start, read back from the stored table.
@@ -14,6 +14,10 @@ solve: $(STAMP)
 report: $(STAMP)
 	$(VENV)/bin/charge-spark report --out reports/charge-and-spark.html
 
+# Rewrites the sample outputs marked in README.md and docs/cli.md from the commands
+# they name, run on tiny rule sets (about a minute); tests/test_doc_samples.py checks them.
+docs: $(STAMP)
+	$(PY) docs/generate_samples.py
 
 install: $(STAMP)
 
