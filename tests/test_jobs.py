@@ -131,3 +131,13 @@ def test_an_unreachable_scheduler_is_a_scheduler_error(monkeypatch):
     with pytest.raises(SchedulerError, match="cannot reach the Dask scheduler at tcp://127.0.0.1:1"):
         with dask_client("tcp://127.0.0.1:1"):
             pass
+
+
+def test_jobs_off_a_terminal_say_how_many_are_done(monkeypatch, capsys):
+    from solver.core import progress
+
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.0)  # a line at every answer, not every 30 s
+    assert run_jobs(square, JOBS, workers=1, description="rows", unit=" rows", show_progress=True) == [x * x for x in JOBS]
+    lines = capsys.readouterr().err.splitlines()
+    assert lines and lines[0].endswith("rows: 1 of 7 rows (14.3%), under 10 s left")  # the last answer prints none
+    assert len(lines) == len(JOBS) - 1

@@ -723,8 +723,8 @@ def sweep(
         rows = run_sweep(
             [point.rules for point in points], client=client, cache_dir=cache_dir, max_states=max_states,
             on_row=lambda row: table.write(row, points[row.index].settings),
-            # No bar over rows printed to the same terminal.
-            show_progress=sys.stderr.isatty() and (out is not None or not sys.stdout.isatty()),
+            # No bar over rows printed to the same terminal; off a terminal, a line every 30 s.
+            show_progress=out is not None or not sys.stdout.isatty() or not sys.stderr.isatty(),
         )
     if html_path is not None:
         from .sweep_page import sweep_page

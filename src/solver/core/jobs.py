@@ -47,9 +47,8 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tqdm import tqdm
-
 from .lifetime import die_with_parent
+from .progress import PhaseProgress
 from .resources import usable_cores
 
 # Dask is imported where a cluster is used, so that commands without one start without it.
@@ -194,13 +193,13 @@ def run_jobs(
     in flight too."""
     jobs = list(jobs)
     answers: dict[int, Answer] = {}
-    with tqdm(total=len(jobs), desc=description, unit=unit, disable=not show_progress) as bar:
+    with PhaseProgress(description, len(jobs), unit=unit, shown=show_progress) as bar:
 
         def keep(i: int, answer: Answer) -> None:
             answers[i] = answer
             if on_answer is not None:
                 on_answer(i, answer)
-            bar.update()
+            bar.advance(1)
 
         workers = workers or usable_cores()
         if client is not None:
