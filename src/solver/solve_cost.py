@@ -15,14 +15,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import numba
 import numpy as np
 
 from .core import phase_clock
 from .core.layered import enumerate_by_rank, layer_graph, with_exit_payoffs
-from .core.shapley import max_cells, stage_matrix_kernel
+from .core.shapley import bellman_residual
 from .core.solve import solve_from
-from .core.stage import make_workspace, matrix_game_kernel_ws
 
 PASSES_TIMED = 3  # per rank: the fastest counts
 
@@ -49,23 +47,6 @@ class SolveCost:
         return f"solve cost: {self.passes:.1f} stage passes a state (phase shares: {shares})"
 
 
-@numba.njit(cache=True)
-def _stage_pass(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, unending, values, cells, actions):
-    """Solve every state's stage game built from `values` once: the sum of the values (kept so the work is not dropped)."""
-    buffer = np.empty(cells)
-    x = np.empty(actions)
-    y = np.empty(actions)
-    T, basis = make_workspace(actions)
-    total = 0.0
-    for i in range(row_ptr.shape[0] - 1):
-        m = row_ptr[i + 1] - row_ptr[i]
-        n = col_ptr[i + 1] - col_ptr[i]
-        a = buffer[: m * n].reshape((m, n))
-        stage_matrix_kernel(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
-        total += matrix_game_kernel_ws(a, x[:m], y[:n], T, basis)
-    return total
-
-
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -89,18 +70,16 @@ def measure_solve_cost(game: Any, root: int, workers: int) -> SolveCost:
         lg = layer_graph(game, layer.states, states, labelled=False)
         g = with_exit_payoffs(lg, values[lg.exits])
         own = values[np.searchsorted(states, layer.states)]
-        arrays = (g.row_ptr, g.col_ptr, g.cell_ptr, g.out_ptr, g.out_next, g.out_prob)
-        arrays = tuple(np.ascontiguousarray(a, np.int64) for a in arrays[:5]) + (np.ascontiguousarray(arrays[5], np.float64),)
-        payoff = np.ascontiguousarray(g.terminal_payoff, np.float64)
-        actions = int(max(np.diff(g.row_ptr).max(), np.diff(g.col_ptr).max()))
-        # Once untimed: the kernel compiled or loaded, the layer's arrays paged in, as they are in the solve.
-        _stage_pass(*arrays, payoff, float(g.unending_payoff), own, max_cells(g), actions)
+        # The Bellman residual is one pass of the stage kernel over every state (matrix from the
+        # successors' values, saddle check, simplex, value and strategies). Once untimed: the
+        # kernel compiled or loaded, the layer's arrays paged in, as they are in the solve.
+        bellman_residual(g, own)
         # The fastest of a few timed passes: a pass of a small rank lasts milliseconds, which a busy machine's
         # interruptions would otherwise inflate, and the solve's own passes run on warm arrays.
         timed = []
         for _ in range(PASSES_TIMED):
             clock = time.process_time()
-            _stage_pass(*arrays, payoff, float(g.unending_payoff), own, max_cells(g), actions)
+            bellman_residual(g, own)
             timed.append(time.process_time() - clock)
         pass_cpu += min(timed)
         solved += layer.states.size

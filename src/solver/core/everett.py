@@ -34,6 +34,7 @@ import numpy as np
 
 from .graph import GameGraph
 from .shapley import shapley_sweeps, stage_strategies
+from .stopping import stopping_outcomes
 
 LEAKS = (1e-4, 1e-6)
 """Per-turn leaks tried in turn. On the 6,155-state component above, value iteration from the
@@ -49,18 +50,7 @@ SETTLED = 1e-11  # settled enough: the strategy read off is certified exactly wh
 def leaking_game(graph: GameGraph, leak: float) -> GameGraph:
     """`graph` where every action pair first ends play with probability `leak`,
     paying the endless payoff, and otherwise leads where it did."""
-    counts = np.diff(graph.out_ptr) + 1
-    out_ptr = np.zeros(counts.size + 1, np.int64)
-    out_ptr[1:] = np.cumsum(counts)
-    leak_at = out_ptr[1:] - 1
-    kept = np.ones(int(out_ptr[-1]), np.bool_)
-    kept[leak_at] = False
-    out_next = np.empty(int(out_ptr[-1]), np.int64)
-    out_prob = np.empty(int(out_ptr[-1]), np.float64)
-    out_next[kept] = graph.out_next
-    out_prob[kept] = np.asarray(graph.out_prob, np.float64) * (1.0 - leak)
-    out_next[leak_at] = -1 - graph.terminal_payoff.shape[0]  # the outcome appended below
-    out_prob[leak_at] = leak
+    out_ptr, out_next, out_prob = stopping_outcomes(graph, 1.0 - leak, leak, every_outcome=True)
     return dataclasses.replace(
         graph, out_ptr=out_ptr, out_next=out_next, out_prob=out_prob,
         terminal_payoff=np.append(np.asarray(graph.terminal_payoff, np.float64), graph.unending_payoff),

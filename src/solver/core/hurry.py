@@ -50,6 +50,7 @@ from .best_response import best_response_and_stalls, best_response_values
 from .graph import GameGraph, segment_positions
 from .shapley import max_cells, stage_matrix_kernel
 from .stage import col_guarantee, make_workspace, matrix_game_tiebreak_kernel_ws, row_guarantee
+from .stopping import stopping_outcomes
 
 BUZZER = 1e-6
 """Probability a turn that the buzzer sounds. Small next to every real chance
@@ -136,50 +137,13 @@ class Exits:
         return cls(np.ones(terminals, np.bool_), np.zeros(terminals), np.zeros(terminals))
 
 
-@numba.njit(cache=True)
-def _buzzer_arrays(cell_ptr, out_ptr, out_next, out_prob, discount, buzzer_terminal):
-    """Outcomes of every cell with each move to a state scaled by `discount`
-    and one more outcome, the buzzer, taking what that removed."""
-    cells = cell_ptr[-1]
-    extra = 0
-    for k in range(cells):
-        for j in range(out_ptr[k], out_ptr[k + 1]):
-            if out_next[j] >= 0:
-                extra += 1
-                break
-    ptr = np.zeros(cells + 1, np.int64)
-    nxt = np.empty(out_next.shape[0] + extra, np.int64)
-    prob = np.empty(out_next.shape[0] + extra, np.float64)
-    o = 0
-    for k in range(cells):
-        staying = 0.0
-        for j in range(out_ptr[k], out_ptr[k + 1]):
-            nxt[o] = out_next[j]
-            if out_next[j] >= 0:
-                prob[o] = discount * out_prob[j]
-                staying += out_prob[j]
-            else:
-                prob[o] = out_prob[j]
-            o += 1
-        if staying > 0.0:
-            nxt[o] = -1 - buzzer_terminal
-            prob[o] = (1.0 - discount) * staying
-            o += 1
-        ptr[k + 1] = o
-    return ptr, nxt, prob
-
-
 def buzzer_graph(graph: GameGraph, ends: np.ndarray, exit_buzzer: np.ndarray, eta: float, sign: float) -> GameGraph:
     """`graph` as one side's buzzer game: an ending pays `sign`, a move to an
     exit (a terminal outcome that does not end the game) `sign` (1 - eta) times
     its buzzer value, the buzzer and endless play 0. sign -1 is P2's game
     (P2 maximises the chance of ending, so the payoff to P1 is its negative)."""
-    terminals = graph.terminal_payoff.shape[0]
-    ptr, nxt, prob = _buzzer_arrays(
-        np.ascontiguousarray(graph.cell_ptr, np.int64), np.ascontiguousarray(graph.out_ptr, np.int64),
-        np.ascontiguousarray(graph.out_next, np.int64), np.ascontiguousarray(graph.out_prob, np.float64),
-        1.0 - eta, terminals,
-    )
+    discount = 1.0 - eta
+    ptr, nxt, prob = stopping_outcomes(graph, discount, 1.0 - discount, every_outcome=False)
     pay = np.where(np.asarray(ends, np.bool_), 1.0, (1.0 - eta) * np.asarray(exit_buzzer, np.float64))
     return replace(
         graph, out_ptr=ptr, out_next=nxt, out_prob=prob, terminal_payoff=sign * np.append(pay, 0.0),
