@@ -469,3 +469,33 @@ def test_solve_on_one_or_two_workers_stores_the_same_table_and_says_how_hurried_
         np.testing.assert_array_equal(getattr(tables[0], name), getattr(tables[1], name), err_msg=name)
     assert tables[0].hurried_rounds == tables[1].hurried_rounds and "capped" not in tables[0].hurried_rounds
     assert run("solve", *SMALL, "--workers", "0").exit_code == 2  # one line, no traceback
+
+
+@pytest.mark.parametrize("command", [["query", "start"], ["rules"], ["sweep", "--grid", "counter_reflect=1,2", "--max-states", "10"]])
+@pytest.mark.parametrize("together,hint", [
+    ("board=S*M health=1", "one --set per key: --set 'board=S*M' --set health=1"),
+    ("health=1 board=S*M", "one --set per key: --set health=1 --set 'board=S*M'"),
+])
+def test_several_keys_in_one_set_get_a_one_line_hint(command, together, hint):
+    result = run(*command, "--set", together)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"charge-spark: error: --set {together}: ")
+    assert lines[0].endswith(f"; {hint}")
+
+
+def test_a_set_of_one_key_whose_value_holds_spaces_gets_no_hint():
+    from rules.charge_spark.config import one_set_per_key_hint
+
+    assert one_set_per_key_hint("name=a b=c") is None  # b is no key: a title with spaces
+    assert one_set_per_key_hint("board=S*M") is None
+    result = run("query", "start", "--set", "board=S*X health")
+    assert result.exit_code == 2 and "one --set per key" not in result.stderr
+
+
+def test_report_help_lists_every_section():
+    from solver.report.build import SECTIONS
+
+    shown = " ".join(run("report", "--help").stdout.split())
+    listed = shown.split("Only these sections (", 1)[1].split(";", 1)[0]
+    assert [name.strip() for name in listed.split(",")] == list(SECTIONS)

@@ -21,12 +21,14 @@ import numpy as np
 
 from rules.charge_spark.config import (
     RuleSet,
+    RulesError,
     apply_overrides,
     canonical_mapping,
     differences_from_default,
     fingerprint,
     load_rules,
     rules_to_toml,
+    with_one_set_per_key_hint,
 )
 from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
 from rules.charge_spark.notation import format_position, parse_position
@@ -163,7 +165,10 @@ def rules_options(command):
 
 def rules_in_force(rules_file: str | None, overrides: tuple[str, ...]) -> RuleSet:
     rules = load_rules(rules_file) if rules_file else RuleSet()
-    return apply_overrides(rules, list(overrides))
+    try:
+        return apply_overrides(rules, list(overrides))
+    except RulesError as error:  # `--set 'board=S*M health=1'`: says to give one --set per key
+        raise with_one_set_per_key_hint(error, overrides) from None
 
 
 @main.command()
@@ -418,8 +423,8 @@ def explore(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ..
                    " tcp://10.0.0.5:8786; a worker whose memory limit cannot hold a solve is left out. The rest"
                    " runs here.")
 @click.option("--sections", "section_names", default=None, metavar="NAME,...",
-              help="Only these sections (headline, usage, strength, sensitivity, positions, skill; the headline is"
-                   " always in); the report says which it leaves out. Default: all.")
+              help="Only these sections (headline, usage, strength, sensitivity, positions, skill, hidden; the"
+                   " headline is always in); the report says which it leaves out. Default: all.")
 @click.option("--parts", "parts_file", type=click.Path(dir_okay=False), default=None,
               help="Keep the report's finished parts in this JSON file rather than in the cache, and reuse those it"
                    " holds (same rules, same version): a report resumed on another machine, or its page written"
@@ -711,7 +716,10 @@ def sweep(
         raise click.UsageError("--workers sizes the local cluster; a --scheduler's cluster has its own")
     base = load_rules(rules_file) if rules_file else RuleSet()
     axes = [parse_grid(argument) for argument in grids]
-    points = grid_points(base, axes, overrides)  # every rule set checked before anything runs
+    try:
+        points = grid_points(base, axes, overrides)  # every rule set checked before anything runs
+    except RulesError as error:
+        raise with_one_set_per_key_hint(error, overrides) from None
     for path in (out, html_path):
         if path is not None:
             check_writable(path)

@@ -682,3 +682,32 @@ def apply_overrides(rules: RuleSet, overrides: Iterable[str]) -> RuleSet:
             if any(k is not None and _related(k, key) for k in (exc.key, *exc.related)):
                 raise exc.located(_set_source(argument)) from None
         raise exc.located(_set_source(" ".join(overrides))) from None
+
+
+# ---------------------------------------------------------------- one --set per key
+
+
+def one_set_per_key_hint(argument: str) -> str | None:
+    """For one `--set` argument that holds several KEY=VALUE pairs split by
+    spaces ("board=S*M health=1"), the line that says how to give them
+    ("one --set per key: --set 'board=S*M' --set health=1"); else None."""
+    import shlex
+
+    words = argument.split()
+    starts = [i for i, word in enumerate(words)
+              if (match := re.match(r"([A-Za-z_]\w*)(\.[\w+-]+)*=", word)) and match.group(1) in KEYS]
+    if len(starts) < 2 or starts[0] != 0:
+        return None
+    pairs = [" ".join(words[start:end]) for start, end in zip(starts, [*starts[1:], len(words)])]
+    return "one --set per key: " + " ".join(f"--set {shlex.quote(pair)}" for pair in pairs)
+
+
+def with_one_set_per_key_hint(error: RulesError, overrides: Iterable[str]) -> RulesError:
+    """`error` (from `apply_overrides`) with `one_set_per_key_hint` added to its
+    line where it names one override that holds several KEY=VALUE pairs."""
+    for argument in overrides:
+        hint = one_set_per_key_hint(argument)
+        if hint is not None and error.source == _set_source(argument):
+            return RulesError(f"{error.reason}; {hint}", key=error.key, source=error.source, line=error.line,
+                              related=error.related)
+    return error
