@@ -267,3 +267,19 @@ def test_the_resource_trackers_list_of_what_it_cleans_up_is_kept_off_stderr(quie
     run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0
     assert ("leaked shared_memory" in run.stderr) is not quiet, run.stderr
+
+
+def test_csv_floats_are_written_at_full_precision():
+    """Each float reads back to the very same number: not rounded to 12 significant digits."""
+    stream = io.StringIO()
+    table = CsvRows(stream, ["board"])
+    value, length, epsilon = 1 / 3 + 1e-15, 0.1 + 0.2, 2.503108831319878e-12
+    outcomes = {"P1 wins by knock-out": 1 / 7, "P2 wins by knock-out": 1 - 1 / 7 - 1e-13, "unending": 1e-13}
+    table.write(SweepRow(0, RuleSet(), "abc", value, outcomes, length, 10, 1.0, 1.0, False, None,
+                         max_exploitability=epsilon), [("board", "SM")])
+    row = next(csv.DictReader(io.StringIO(stream.getvalue())))
+    assert float(row["value"]) == value and row["value"] == repr(value) and len(row["value"]) > 14
+    assert float(row["expected_length"]) == length
+    assert float(row["max_exploitability"]) == epsilon
+    for label, share in outcomes.items():
+        assert float(row[label]) == share
