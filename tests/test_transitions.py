@@ -21,6 +21,12 @@ VARIANTS = {
         board="S**M", health=1, clash="difference", recovery="battery", battery_tiles=3,
         start_battery=0, bonus_cards=(C.RECOVERY, C.COPY, C.RAY), counter_reflect=1, barrier_reduce=2,
     ),
+    # One-seat keys: each player pays, deals, reflects, reduces and gains by its own seat's numbers.
+    "one-seat": RuleSet(
+        board="S*M", health=2, bonus_cards=(C.RECOVERY, C.COPY, C.RAY),
+        p1={"cost.spark": (0, 0), "damage.ray": 2, "barrier_reduce": 0, "recovery": "battery", "start_disc": 1},
+        p2={"damage.spark": 2, "counter_reflect": 1, "start_battery": 1, "cost.lightning": (1, 0)},
+    ),
 }
 
 
@@ -58,6 +64,12 @@ def test_probabilities_sum_to_one_per_cell():
     e = game.expand(states[:5000])
     cell = np.repeat(np.arange(e.out_count.size), e.out_count)
     np.testing.assert_allclose(np.bincount(cell, weights=e.out_prob), 1.0, atol=1e-15)
+
+
+def test_one_seat_rules_have_no_seat_swap():
+    """A one-seat key makes the seats unlike: no swap, so nothing is folded or mirrored."""
+    game = ChargeSparkGame(VARIANTS["one-seat"])
+    assert game.swap(np.array([0], np.int64)) is None
 
 
 def test_swap_is_an_involution_and_maps_reachable_to_reachable():

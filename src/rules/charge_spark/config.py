@@ -1,6 +1,8 @@
 """The rule set: every variant key of the spec with its default.
 
-A `RuleSet` is validated whenever it is built (directly, by `dataclasses.replace`,
+A cost, damage, effect or start key may also be set for one seat only
+(`p1.cost.spark.battery = 0`, `[p2.damage]`): `RuleSet.seat` gives the numbers
+each player plays by. A `RuleSet` is validated whenever it is built (directly, by `dataclasses.replace`,
 from a TOML file, from a mapping or from `--set` overrides), so code that holds
 one can rely on it. Errors are `RulesError`s with one-line messages naming the
 key (and, for a file, the file and line) and why.
@@ -19,7 +21,7 @@ import stat
 import sys
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import tomli_w
@@ -44,11 +46,21 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "contested_draw": ("coin", "nobody"),
 }
 
+SEATS: tuple[str, ...] = ("p1", "p2")
+"""The tables that hold one seat's own keys (`p1.KEY`, `p2.KEY`)."""
+SEAT_KEYS: tuple[str, ...] = (
+    "start_battery", "start_disc", "recovery", "counter_reflect", "barrier_reduce", "cost", "damage",
+)
+"""The keys a seat may have of its own: what a player starts with, what its
+cards cost, deal and do. The rest (the board, Health and the tiles, which fix
+the state encoding, the bonus pile and the shared rulings) are both players'."""
+SEAT_SCALARS: tuple[str, ...] = SEAT_KEYS[:5]
+
 # Top-level keys of a rule file / canonical mapping, in output order.
 KEYS: tuple[str, ...] = (
     "name", "board", "health", "battery_tiles", "start_battery", "disc_tiles",
     "start_disc", "bonus_cards", "recovery", "clash", "double_goal",
-    "contested_draw", "counter_reflect", "barrier_reduce", "cost", "damage",
+    "contested_draw", "counter_reflect", "barrier_reduce", "cost", "damage", *SEATS,
 )
 GAME_KEYS: tuple[str, ...] = tuple(key for key in KEYS if key != "name")
 """The keys that define the game (`name` is only a title)."""
@@ -106,8 +118,53 @@ def _default_damage() -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
+class SeatRules:
+    """The numbers one seat plays by: the shared keys, with that seat's own over them."""
+
+    start_battery: int
+    start_disc: int
+    recovery: str
+    counter_reflect: int
+    """Damage an attacker takes when its attack meets this seat's Counter."""
+    barrier_reduce: int
+    """How much less an attack deals against this seat's Barrier."""
+    costs: tuple[tuple[int, int], ...]
+    damage: tuple[int, ...]
+
+    def cost(self, card: Card) -> tuple[int, int]:
+        """(battery, disc) this seat pays to play `card`."""
+        return self.costs[card]
+
+    def damage_of(self, card: Card) -> int:
+        """What `card` deals when this seat plays it (0 for a card that is no attack)."""
+        return self.damage[card]
+
+
+SEAT_ATOMS: tuple[str, ...] = (
+    *SEAT_SCALARS, *(f"cost.{card.label}" for card in Card), *(f"damage.{card.label}" for card in ATTACK_ORDER),
+)
+"""What one seat's override can replace, one entry each: a scalar key, a
+card's whole cost (a (battery, disc) pair) or an attack card's damage."""
+
+
+def _seat_atoms(numbers: RuleSet | SeatRules) -> dict[str, Any]:
+    """Every `SEAT_ATOMS` entry's value in `numbers` (the shared keys of a
+    RuleSet, or one seat's)."""
+    atoms: dict[str, Any] = {key: getattr(numbers, key) for key in SEAT_SCALARS}
+    atoms.update({f"cost.{card.label}": numbers.costs[card] for card in Card})
+    atoms.update({f"damage.{card.label}": numbers.damage[card] for card in ATTACK_ORDER})
+    return atoms
+
+
+@dataclass(frozen=True)
 class RuleSet:
-    """One rule set. Costs and damages are indexed by `Card` code."""
+    """One rule set. Costs and damages are indexed by `Card` code.
+
+    `costs`, `damage`, `start_battery` ... are the shared keys; `p1` and `p2`
+    hold a seat's own numbers where they differ (see `SEAT_ATOMS`), as sorted
+    (entry, value) pairs, e.g. `p1=(("cost.spark", (0, 0)),)` (a mapping of
+    the same is accepted). The rules engine reads `seat(0)` and `seat(1)`.
+    """
 
     name: str = ""
     board: str = "S.*.*M"
@@ -125,16 +182,33 @@ class RuleSet:
     barrier_reduce: int = 1
     costs: tuple[tuple[int, int], ...] = field(default_factory=_default_costs)
     damage: tuple[int, ...] = field(default_factory=_default_damage)
+    p1: tuple[tuple[str, Any], ...] = ()
+    p2: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         _validate(self)
 
     def cost(self, card: Card) -> tuple[int, int]:
-        """(battery, disc) paid to play `card`."""
+        """(battery, disc) paid to play `card` by the shared key (a seat's own: `seat(s).cost`)."""
         return self.costs[card]
 
     def damage_of(self, card: Card) -> int:
+        """What `card` deals by the shared key (a seat's own: `seat(s).damage_of`)."""
         return self.damage[card]
+
+    def seat(self, seat: int) -> SeatRules:
+        """The numbers player `seat + 1` plays by (0: P1, 1: P2)."""
+        return self._seat_rules[seat]  # type: ignore[attr-defined]  # set by _validate
+
+    @property
+    def is_seat_symmetric(self) -> bool:
+        """Whether both players play by the same numbers (no one-seat key), so
+        that swapping the seats maps the game onto itself."""
+        return not self.p1 and not self.p2
+
+    def seats_swapped(self) -> RuleSet:
+        """The mirror rule set: each seat's own numbers given to the other seat."""
+        return replace(self, p1=self.p2, p2=self.p1)
 
     @property
     def moves_to_moon(self) -> int:
@@ -224,14 +298,118 @@ def _validate(rules: RuleSet) -> None:
     object.__setattr__(rules, "costs", _checked_costs(rules.costs))
     object.__setattr__(rules, "damage", _checked_damage(rules.damage))
 
-    not_free = [card for card in FREE_CORE if rules.costs[card] != (0, 0)]
+    _check_free_core(rules.costs, "cost", lambda card: f"cost.{card.label}")
+    _normalise_seats(rules)
+
+
+def _check_free_core(costs: tuple[tuple[int, int], ...], key: str, card_key: Any) -> None:
+    """Two of Charge, Barrier and Move free under `costs` (`card_key(card)` names a card's cost key)."""
+    not_free = [card for card in FREE_CORE if costs[card] != (0, 0)]
     if len(not_free) > 1:
-        detail = ", ".join(f"{card.label} costs {_cost_text(rules.costs[card])}" for card in not_free)
+        detail = ", ".join(f"{card.label} costs {_cost_text(costs[card])}" for card in not_free)
         raise RulesError(
             "at least two of charge, barrier and move must be free so that a player always has "
             f"a legal card (at most one of them is in the rest zone); {detail}",
-            key="cost", related=tuple(f"cost.{card.label}" for card in not_free),
+            key=key, related=tuple(card_key(card) for card in not_free),
         )
+
+
+def _normalise_seats(rules: RuleSet) -> None:
+    """Check `p1` and `p2` and bring them to one form: an entry equal to the
+    shared key is dropped, and an entry both seats give the same value becomes
+    the shared key. So a rule set says each thing one way, and one that gives
+    both seats the same numbers is the shared-key rule set (same fingerprint)."""
+    seats = [_checked_seat(rules, name, getattr(rules, name)) for name in SEATS]
+    for atom in SEAT_ATOMS:
+        if atom in seats[0] and atom in seats[1] and seats[0][atom] == seats[1][atom]:
+            value = seats[0].pop(atom)
+            del seats[1][atom]
+            table, _, label = atom.partition(".")
+            if table == "cost":
+                costs = list(rules.costs)
+                costs[Card[label.upper()]] = value
+                object.__setattr__(rules, "costs", tuple(costs))
+            elif table == "damage":
+                damage = list(rules.damage)
+                damage[Card[label.upper()]] = value
+                object.__setattr__(rules, "damage", tuple(damage))
+            else:
+                object.__setattr__(rules, atom, value)
+    shared = _seat_atoms(rules)
+    numbers = []
+    for name, own in zip(SEATS, seats):
+        own = {atom: value for atom, value in own.items() if value != shared[atom]}
+        object.__setattr__(rules, name, tuple((atom, own[atom]) for atom in SEAT_ATOMS if atom in own))
+        seat = SeatRules(**{key: own.get(key, shared[key]) for key in SEAT_SCALARS},
+                         costs=tuple(own.get(f"cost.{card.label}", rules.costs[card]) for card in Card),
+                         damage=tuple(own.get(f"damage.{card.label}", rules.damage[card]) for card in Card))
+        if any(atom.startswith("cost.") for atom in own):
+            _check_free_core(seat.costs, f"{name}.cost",
+                             lambda card, name=name, own=own: f"{name}.cost.{card.label}"
+                             if f"cost.{card.label}" in own else f"cost.{card.label}")
+        numbers.append(seat)
+    object.__setattr__(rules, "_seat_rules", tuple(numbers))
+
+
+def _checked_seat(rules: RuleSet, name: str, value: object) -> dict[str, Any]:
+    """A seat's entries (a mapping or (entry, value) pairs) as a dict, each checked."""
+    if isinstance(value, Mapping):
+        pairs = list(value.items())
+    else:
+        try:
+            pairs = [tuple(pair) for pair in value]  # type: ignore[union-attr]
+        except TypeError:
+            pairs = [()]
+        if any(len(pair) != 2 for pair in pairs):
+            raise RulesError(f"must be (entry, value) pairs or a table of per-seat keys, got {_shown(value)}",
+                             key=name)
+    return {str(atom): _checked_seat_value(rules, name, atom, amount) for atom, amount in pairs}
+
+
+def _checked_seat_value(rules: RuleSet, name: str, atom: object, value: object) -> Any:
+    key = f"{name}.{atom}"
+    if atom not in SEAT_ATOMS:
+        raise _not_per_seat(key)
+    if atom in ("start_battery", "start_disc"):
+        tiles = "battery_tiles" if atom == "start_battery" else "disc_tiles"
+        _check_int(key, value, 0, getattr(rules, tiles), tiles, related=(tiles,))
+    elif atom in ("counter_reflect", "barrier_reduce"):
+        _check_int(key, value, 0)
+    elif atom == "recovery":
+        if value not in CHOICES["recovery"] or not isinstance(value, str):
+            options = ", ".join(repr(a) for a in CHOICES["recovery"])
+            raise RulesError(f"must be one of {options}, got {_shown(value)}", key=key)
+    elif str(atom).startswith("cost."):
+        try:
+            pair = tuple(value)  # type: ignore[arg-type]
+        except TypeError:
+            pair = ()
+        if len(pair) != len(TILE_KINDS):
+            raise RulesError(f"must be a (battery, disc) pair, got {_shown(value)}", key=key)
+        for kind, amount in zip(TILE_KINDS, pair):
+            _check_int(f"{key}.{kind}", amount, 0)
+        return (pair[0], pair[1])
+    else:
+        _check_int(key, value, 0)
+    return value
+
+
+def _not_per_seat(key: str) -> RulesError:
+    """The error for `pN.KEY` where KEY is no per-seat key."""
+    top = key.partition(".")[2].split(".")[0]
+    if top in SEAT_KEYS:
+        return RulesError(f"unknown per-seat entry (entries: {', '.join(SEAT_ATOMS)})", key=key)
+    if top in KEYS and top not in SEATS:
+        return RulesError(f"not a per-seat key: {top} is the same for both players "
+                          f"(per-seat keys: {', '.join(SEAT_KEYS)})", key=key)
+    return RulesError(f"unknown per-seat key (per-seat keys: {', '.join(SEAT_KEYS)})", key=key)
+
+
+def _unknown_key(key: str) -> RulesError:
+    """The error for a top-level key that is none of `KEYS` (a seat other than p1, p2 said so)."""
+    if re.fullmatch(r"[pP][0-9]+", key):
+        return RulesError(f"unknown seat (seats: {', '.join(SEATS)})", key=key)
+    return _unknown(key, KEYS)
 
 
 def _cost_text(cost: tuple[int, int]) -> str:
@@ -310,8 +488,10 @@ def _fields_from_mapping(mapping: Mapping[str, Any], base: RuleSet) -> dict[str,
     damage = list(base.damage)
     for key, value in mapping.items():
         if key not in KEYS:
-            raise _unknown(str(key), KEYS)
-        if key == "cost":
+            raise _unknown_key(str(key))
+        if key in SEATS:
+            values[key] = _seat_from_table(key, value, dict(getattr(base, key)))
+        elif key == "cost":
             if not isinstance(value, Mapping):
                 raise RulesError(f"must be a table of cards, e.g. lightning = {{ battery = 3 }}, got {_shown(value)}",
                                  key="cost")
@@ -332,6 +512,43 @@ def _fields_from_mapping(mapping: Mapping[str, Any], base: RuleSet) -> dict[str,
     values["costs"] = tuple(costs)
     values["damage"] = tuple(damage)
     return values
+
+
+def _seat_from_table(seat: str, table: object, atoms: dict[str, Any]) -> dict[str, Any]:
+    """`atoms` (a seat's entries) with the rule file's `[p1]` / `[p2]` table applied:
+    the same keys as the shared ones, and the same meaning (a card's cost table
+    replaces that seat's cost of the card; a tile kind left out costs 0)."""
+    if not isinstance(table, Mapping):
+        raise RulesError(f"must be a table of per-seat keys ({', '.join(SEAT_KEYS)}), "
+                         f"e.g. cost.spark = {{ battery = 0 }}, got {_shown(table)}", key=seat)
+    atoms = dict(atoms)
+    for key, value in table.items():
+        if key not in SEAT_KEYS:
+            raise _not_per_seat(f"{seat}.{key}")
+        if key in ("cost", "damage"):
+            if not isinstance(value, Mapping):
+                raise RulesError(f"must be a table of cards, got {_shown(value)}", key=f"{seat}.{key}")
+            for name, item in value.items():
+                if key == "cost":
+                    card = _card_key(f"{seat}.cost.{name}", name, Card, "card")
+                    atoms[f"cost.{card.label}"] = _cost_from_table(f"{seat}.cost.{name}", item)
+                else:
+                    card = _card_key(f"{seat}.damage.{name}", name, ATTACK_ORDER, "attack card")
+                    atoms[f"damage.{card.label}"] = item
+        else:
+            atoms[key] = value
+    return atoms
+
+
+def _seat_table(atoms: Mapping[str, Any]) -> dict[str, Any]:
+    """A seat's entries as its rule-file table (TOML-shaped, keys in `SEAT_KEYS` order)."""
+    table: dict[str, Any] = {key: atoms[key] for key in SEAT_SCALARS if key in atoms}
+    for kind in ("cost", "damage"):
+        cards = {atom.partition(".")[2]: value for atom, value in atoms.items() if atom.startswith(kind + ".")}
+        if cards:
+            table[kind] = {label: dict(zip(TILE_KINDS, value)) if kind == "cost" else value
+                           for label, value in sorted(cards.items(), key=lambda item: Card[item[0].upper()])}
+    return table
 
 
 def _cost_from_table(key: str, table: object) -> tuple[Any, Any]:
@@ -389,6 +606,8 @@ def canonical_mapping(rules: RuleSet) -> dict[str, Any]:
         "barrier_reduce": rules.barrier_reduce,
         "cost": {card.label: dict(zip(TILE_KINDS, rules.cost(card))) for card in Card},
         "damage": {card.label: rules.damage_of(card) for card in ATTACK_ORDER},
+        # A seat's own keys only where it has some: an ordinary rule set's mapping (and fingerprint) is unchanged.
+        **{seat: _seat_table(dict(getattr(rules, seat))) for seat in SEATS if getattr(rules, seat)},
     }
 
 
@@ -403,18 +622,48 @@ def _flat(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def differences_from_default(rules: RuleSet) -> list[str]:
-    """Each game key that differs from the printed rules, as KEY=VALUE (dotted keys)."""
+    """Each game key that differs from the printed rules, as KEY=VALUE (dotted
+    keys); a seat's own keys (`p1.cost.spark.battery=0`) where they differ from
+    the shared ones."""
     default = _flat(canonical_mapping(RuleSet()))
+    flat = _flat(canonical_mapping(rules))
+
+    def differs(key: str, value: object) -> bool:
+        seat, _, shared_key = key.partition(".")
+        if seat in SEATS:  # a tile kind a seat's cost keeps from the shared cost is no difference
+            return flat.get(shared_key) != value
+        return key != "name" and default.get(key) != value
+
     return [
         f"{key}={','.join(map(str, value)) if isinstance(value, list) else value}"
-        for key, value in _flat(canonical_mapping(rules)).items()
-        if key != "name" and default.get(key) != value
+        for key, value in flat.items() if differs(key, value)
     ]
+
+
+def _game_mapping(rules: RuleSet) -> dict[str, Any]:
+    """The game-defining part of `canonical_mapping`, in one form per game: where
+    the seats' numbers differ, the shared value (which neither seat then plays
+    by) is null and each seat's table holds its own, so `p1.damage.spark=0`
+    and `damage.spark=0, p2.damage.spark=1` are one game."""
+    game = {key: value for key, value in canonical_mapping(rules).items() if key in GAME_KEYS and key not in SEATS}
+    if rules.is_seat_symmetric:
+        return game
+    own = [_seat_atoms(rules.seat(0)), _seat_atoms(rules.seat(1))]
+    differing = [atom for atom in SEAT_ATOMS if own[0][atom] != own[1][atom]]
+    for atom in differing:
+        table, _, label = atom.partition(".")
+        if label:
+            game[table][label] = None
+        else:
+            game[atom] = None
+    for seat, atoms in zip(SEATS, own):
+        game[seat] = _seat_table({atom: atoms[atom] for atom in differing})
+    return game
 
 
 def fingerprint(rules: RuleSet) -> str:
     """12 hex digits identifying the game the rules define (the name is ignored)."""
-    game = {key: value for key, value in canonical_mapping(rules).items() if key in GAME_KEYS}
+    game = _game_mapping(rules)
     text = json.dumps(game, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
@@ -586,13 +835,33 @@ def rules_to_toml(rules: RuleSet) -> str:
     lines += ["", "# Damage dealt by each attack card.", "[damage]"]
     for card in ATTACK_ORDER:
         lines.append(f"{card.label} = {rules.damage_of(card)}")
+    lines += [
+        "",
+        "# One player only: any of start_battery, start_disc, recovery, counter_reflect,",
+        "# barrier_reduce, cost and damage in a [p1] or [p2] table (e.g. [p1.cost] with",
+        "# spark = { battery = 0 }) is that player's own, over the shared key above.",
+    ]
+    for seat in SEATS:
+        table = _seat_table(dict(getattr(rules, seat)))
+        if not table:
+            continue
+        lines.append("")
+        if any(key in table for key in SEAT_SCALARS):
+            lines.append(f"[{seat}]")
+            lines += [value(key, table[key]) for key in SEAT_SCALARS if key in table]
+        if "cost" in table:
+            lines.append(f"[{seat}.cost]")
+            lines += [f"{label} = {{ battery = {c['battery']}, disc = {c['disc']} }}" for label, c in table["cost"].items()]
+        if "damage" in table:
+            lines.append(f"[{seat}.damage]")
+            lines += [f"{label} = {amount}" for label, amount in table["damage"].items()]
     return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------- overrides
 
 
-def _override_value(key: str, text: str) -> Any:
+def _override_value(key: str, text: str, sub_key: str | None = None) -> Any:
     """VALUE of `--set KEY=VALUE`: a TOML value where it parses as one, else a bare string."""
     text = text.strip()
     try:
@@ -601,6 +870,8 @@ def _override_value(key: str, text: str) -> Any:
         value = text
     except RulesError as exc:
         raise RulesError(exc.reason.replace("invalid TOML: ", ""), key=key) from None
+    if key in SEATS:  # `p1.recovery=battery`: the key after the seat says what VALUE is
+        key = sub_key or key
     if key in STRING_KEYS and not isinstance(value, str):
         value = text  # `--set name=2024` means the title "2024", not an integer
     if key in LIST_KEYS and isinstance(value, str):
@@ -608,11 +879,29 @@ def _override_value(key: str, text: str) -> Any:
     return value
 
 
-def _set_path(mapping: dict[str, Any], parts: list[str], value: Any) -> None:
-    """Set dotted key `parts` in the full canonical `mapping`, rejecting unknown keys."""
+def _set_path(mapping: dict[str, Any], parts: list[str], value: Any, seat: str | None = None,
+              partial: set[tuple[str, str]] | None = None) -> None:
+    """Set dotted key `parts` in the full canonical `mapping`, rejecting unknown
+    keys; with `seat`, `mapping` is that seat's table and `parts` a per-seat key.
+    A seat's card cost begun by one tile kind goes into `partial` as (seat, card)."""
     top = parts[0]
+    if seat is None and top in SEATS:
+        if len(parts) == 1:
+            # A whole table merges key by key over the seat's own, as a rule file's does.
+            mapping[top] = {**mapping.get(top, {}), **value} if isinstance(value, Mapping) else value
+            return
+        if not isinstance(mapping.get(top, {}), Mapping):  # an earlier `--set p1=3` replaced the table
+            raise RulesError(f"must be a table of per-seat keys, got {_shown(mapping[top])}", key=top)
+        if parts[1] not in SEAT_KEYS:
+            raise _not_per_seat(".".join(parts))
+        own = mapping.setdefault(top, {})
+        if parts[1] in ("cost", "damage"):
+            own.setdefault(parts[1], {})
+        _set_path(own, parts[1:], value, seat=top, partial=partial)
+        return
     if top not in KEYS:
-        raise _unknown(top, KEYS)
+        raise _unknown_key(top)
+    name = top if seat is None else f"{seat}.{top}"
     if top in ("cost", "damage"):
         allowed = tuple(Card) if top == "cost" else ATTACK_ORDER
         if len(parts) == 1:
@@ -620,23 +909,26 @@ def _set_path(mapping: dict[str, Any], parts: list[str], value: Any) -> None:
             mapping[top] = {**mapping[top], **value} if isinstance(value, Mapping) else value
             return
         if not isinstance(mapping[top], Mapping):  # an earlier `--set cost=3` replaced the table
-            raise RulesError(f"must be a table of cards, got {_shown(mapping[top])}", key=top)
+            raise RulesError(f"must be a table of cards, got {_shown(mapping[top])}", key=name)
         what = "card" if top == "cost" else "attack card"
-        card = _card_key(f"{top}.{parts[1]}", parts[1], allowed, what)
+        card = _card_key(f"{name}.{parts[1]}", parts[1], allowed, what)
         if len(parts) == 2:
             mapping[top][card.label] = value
             return
         if top == "cost" and len(parts) == 3:
             if parts[2] not in TILE_KINDS:
-                raise _unknown(".".join(parts), TILE_KINDS, "tile kind")
-            current = mapping["cost"][card.label]
-            # One tile kind: the card's other tile kind keeps its current value.
-            mapping["cost"][card.label] = {**(current if isinstance(current, Mapping) else {}),
-                                           parts[2]: value}
+                raise _unknown(f"{name}.{parts[1]}.{parts[2]}", TILE_KINDS, "tile kind")
+            # One tile kind: the card's other tile kind keeps its current value (for a
+            # seat with no cost of its own for the card, the shared one's, filled in by
+            # `apply_overrides` once every override is in).
+            current = mapping["cost"].get(card.label)
+            if current is None and seat is not None and partial is not None:
+                partial.add((seat, card.label))
+            mapping["cost"][card.label] = {**(current if isinstance(current, Mapping) else {}), parts[2]: value}
             return
-        raise RulesError("unknown key (too many parts)", key=".".join(parts))
+        raise RulesError("unknown key (too many parts)", key=f"{name}.{'.'.join(parts[1:])}")
     if len(parts) > 1:
-        raise RulesError(f"unknown key ({top} has no sub-keys)", key=".".join(parts))
+        raise RulesError(f"unknown key ({name} has no sub-keys)", key=f"{name}.{'.'.join(parts[1:])}")
     mapping[top] = value
 
 
@@ -660,6 +952,7 @@ def apply_overrides(rules: RuleSet, overrides: Iterable[str]) -> RuleSet:
         return rules
     mapping = canonical_mapping(rules)
     applied: list[tuple[str, str]] = []  # (argument, dotted key)
+    partial: set[tuple[str, str]] = set()  # (seat, card): a seat's cost begun by one tile kind
     for argument in overrides:
         source = _set_source(argument)
         if "=" not in argument:
@@ -670,10 +963,16 @@ def apply_overrides(rules: RuleSet, overrides: Iterable[str]) -> RuleSet:
             raise RulesError("empty key; expected KEY=VALUE, e.g. health=5", source=source)
         key = ".".join(parts)
         try:
-            _set_path(mapping, parts, _override_value(parts[0], value_text))
+            _set_path(mapping, parts, _override_value(parts[0], value_text, parts[1] if len(parts) > 1 else None),
+                      partial=partial)
         except RulesError as exc:
             raise exc.located(source) from None
         applied.append((argument, key))
+    for seat, label in partial:  # ...keeps the shared cost's other tile kind, as it is once all are in
+        costs = mapping[seat].get("cost") if isinstance(mapping.get(seat), Mapping) else None
+        shared = mapping["cost"].get(label) if isinstance(mapping["cost"], Mapping) else None
+        if isinstance(costs, Mapping) and isinstance(costs.get(label), Mapping) and isinstance(shared, Mapping):
+            costs[label] = {**{kind: shared[kind] for kind in TILE_KINDS if kind in shared}, **costs[label]}
     try:
         return RuleSet(**_fields_from_mapping(mapping, rules))
     except RulesError as exc:

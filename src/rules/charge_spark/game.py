@@ -134,7 +134,12 @@ class ChargeSparkGame:
                 stride[rest] = int(np.prod(self.codec.bonus_radix[t.card_kind[card] + 1 :], dtype=np.int64))
         return stride
 
-    def swap(self, codes: np.ndarray) -> np.ndarray:
+    def swap(self, codes: np.ndarray) -> np.ndarray | None:
+        """The seat-swapped codes; None where a one-seat key makes the seats
+        play by different numbers: the game is then not symmetric between
+        them, and is solved unfolded, as a restricted game is."""
+        if not self.rules.is_seat_symmetric:
+            return None
         players = self.codec.players
         codes = np.asarray(codes, dtype=np.int64)
         return (codes % players) * players + codes // players
@@ -148,8 +153,8 @@ class ReferenceChargeSparkGame(ChargeSparkGame):
         out_count, out_next, out_prob = [], [], []
         for code in np.asarray(codes, dtype=np.int64):
             position = self.codec.decode(int(code))
-            rows = legal_cards(self.rules, position.p1)
-            cols = legal_cards(self.rules, position.p2)
+            rows = legal_cards(self.rules, position.p1, 0)
+            cols = legal_cards(self.rules, position.p2, 1)
             row_count.append(len(rows))
             col_count.append(len(cols))
             row_actions.extend(rows)

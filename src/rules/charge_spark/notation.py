@@ -122,7 +122,7 @@ def _number(text: str, field: str) -> int:
 def _parse_player(text: str, rules: RuleSet, seat: int) -> tuple[PlayerState, dict[str, str]]:
     """One player's tokens as a PlayerState (omitted fields at their start values),
     and the token text given for each field (for error messages)."""
-    start = initial_player(rules)
+    start = initial_player(rules, seat)
     values: dict[str, object] = {
         "health": start.health, "battery": start.battery, "disc": start.disc,
         "progress": start.progress, "rest": start.rest, "bonus": start.bonus,

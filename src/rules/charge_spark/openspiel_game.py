@@ -93,7 +93,7 @@ class ChargeSparkOpenSpielState(pyspiel.State):
 
     def _legal_actions(self, player: int) -> list[int]:
         side = self.position.p1 if player == 0 else self.position.p2
-        return [int(card) for card in legal_cards(self.rules, side)]
+        return [int(card) for card in legal_cards(self.rules, side, player)]
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         return [(k, float(p)) for k, (p, _) in enumerate(self.pending)]

@@ -43,14 +43,15 @@ def _index(card: Card | None) -> int:
     return NO_CARD if card is None else int(card)
 
 
-def _opponent_cards(rules: RuleSet) -> list[Card | None]:
-    """Every effective card an opponent might play: a card its tiles can pay
-    for (a Copy acts as such a card, or as nothing)."""
+def _opponent_cards(rules: RuleSet, seat: int) -> list[Card | None]:
+    """Every effective card player `seat + 1` might play: a card its tiles can
+    pay for at its seat's costs (a Copy acts as such a card, or as nothing)."""
     kinds = sorted(set(rules.bonus_cards))
+    cost = rules.seat(seat).cost
     cards: list[Card | None] = [
         card for card in (*BASE_CARDS, *kinds)
         if card is not Card.COPY
-        and rules.cost(card)[0] <= rules.battery_tiles and rules.cost(card)[1] <= rules.disc_tiles
+        and cost(card)[0] <= rules.battery_tiles and cost(card)[1] <= rules.disc_tiles
     ]
     if Card.COPY in kinds:
         cards.append(None)
@@ -58,15 +59,16 @@ def _opponent_cards(rules: RuleSet) -> list[Card | None]:
 
 
 class _SoloPlay:
-    """One player's moves, the opponent playing anything: tables built once per rule set."""
+    """Player `seat + 1`'s moves, the opponent playing anything: tables built once per rule set and seat."""
 
-    def __init__(self, rules: RuleSet) -> None:
+    def __init__(self, rules: RuleSet, seat: int = 0) -> None:
         from .turn import card_interaction  # the readable rules, read once into tables
 
         self.rules = rules
+        self.seat = seat
         self.kinds = sorted(set(rules.bonus_cards))
         self.total = Counter(rules.bonus_cards)
-        opponent = _opponent_cards(rules)
+        opponent = _opponent_cards(rules, 1 - seat)
         # Per effective card of mine: the opponent's cards grouped by what they do to me,
         # as (damage taken, move cancelled, bit set of those cards).
         self.meets: dict[int, list[tuple[int, bool, int]]] = {}
@@ -74,11 +76,11 @@ class _SoloPlay:
         for mine in (*Card, None):
             groups: dict[tuple[int, bool], int] = {}
             for theirs in opponent:
-                effect = card_interaction(rules, mine, theirs)
+                effect = card_interaction(rules, mine, theirs, seat)
                 outcome = (effect.damage_taken, effect.move_cancelled)
                 groups[outcome] = groups.get(outcome, 0) | 1 << _index(theirs)
             self.meets[_index(mine)] = [(d, c, tags) for (d, c), tags in groups.items()]
-            effect = card_interaction(rules, mine, None)
+            effect = card_interaction(rules, mine, None, seat)
             self.gain[_index(mine)] = (effect.battery_gain, effect.disc_gain)
         # Both pawns reaching the moon cancel each other's Move.
         self.both_at_moon = (0, True, 1 << Card.MOVE) if Card.MOVE in opponent else None
@@ -94,7 +96,7 @@ class _SoloPlay:
         in_rest = resting.card if resting is not None else None
         plays = []
         for card in [c for c in BASE_CARDS if c is not in_rest] + sorted(set(hand)):
-            pay_battery, pay_disc = self.rules.cost(card)
+            pay_battery, pay_disc = self.rules.seat(self.seat).cost(card)
             acts = card if card is not Card.COPY else (resting.acts_as if resting is not None else None)
             new_hand = list(hand)
             if card.is_bonus:
@@ -197,15 +199,15 @@ def estimate_reachable(rules: RuleSet, position: Position | None = None) -> floa
     """About how many non-terminal states are reachable from `position` (default:
     the start) under `rules`, never fewer: see the module text for how and how well."""
     position = initial_position(rules) if position is None else position
-    solo = _SoloPlay(rules)
+    solos = [_SoloPlay(rules, 0), _SoloPlay(rules, 1) if not rules.is_seat_symmetric else None]
 
     def most_held(player: PlayerState) -> int:
         ahead = sum(rules.is_star(q) for q in range(player.progress + 1, rules.moves_to_moon))
         return sum(player.held_bonus().values()) + ahead
 
-    def counts_for(player: PlayerState, others_most_held: int) -> dict[tuple[int, int, tuple, int], int]:
+    def counts_for(player: PlayerState, others_most_held: int, seat: int) -> dict[tuple[int, int, tuple, int], int]:
         """(own rest's effective card, opponent card last met, bonus held, floor): how many states."""
-        layers, settled = _damage_layers(solo, player, others_most_held, player.health)
+        layers, settled = _damage_layers(solos[seat] or solos[0], player, others_most_held, player.health)
         weights = [1] * len(layers)
         if settled:
             weights[-1] = player.health - len(layers) + 1  # the settled layer, for each damage left
@@ -221,8 +223,9 @@ def estimate_reachable(rules: RuleSet, position: Position | None = None) -> floa
                         counts[key] = counts.get(key, 0) + weight
         return counts
 
-    first = counts_for(position.p1, most_held(position.p2))
-    second = first if position.p2 == position.p1 else counts_for(position.p2, most_held(position.p1))
+    first = counts_for(position.p1, most_held(position.p2), 0)
+    same = position.p2 == position.p1 and rules.is_seat_symmetric
+    second = first if same else counts_for(position.p2, most_held(position.p1), 1)
     return 1.0 + _pairs(first, second, Counter(rules.bonus_cards))
 
 

@@ -89,14 +89,15 @@ class Position:
         return +pile
 
 
-def initial_player(rules: RuleSet) -> PlayerState:
-    return PlayerState(health=rules.health, battery=rules.start_battery, disc=rules.start_disc)
+def initial_player(rules: RuleSet, seat: int = 0) -> PlayerState:
+    """Player `seat + 1` as the rules set it up (its seat's own start keys, if any)."""
+    numbers = rules.seat(seat)
+    return PlayerState(health=rules.health, battery=numbers.start_battery, disc=numbers.start_disc)
 
 
 def initial_position(rules: RuleSet) -> Position:
     """The position `start`: both players as the rules set them up."""
-    player = initial_player(rules)
-    return Position(player, player)
+    return Position(initial_player(rules, 0), initial_player(rules, 1))
 
 
 # Rest-zone codes: 0 empty; 1 + c a card c other than Copy (1..9); 10 a Copy

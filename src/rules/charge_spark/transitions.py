@@ -2,7 +2,8 @@
 
 The card-pair interactions are not re-derived here: `turn_tables` tabulates
 them from `turn.card_interaction` (the readable reference), so this module only
-does the bookkeeping (costs, caps, rest zone, pawn, draws) on integer digits. Tests
+does the bookkeeping (costs, caps, rest zone, pawn, draws) on integer digits,
+each player by its own seat's tables (`[0]` P1's, `[1]` P2's). Tests
 check it against `resolve_turn` on every reachable state of small rule sets.
 """
 
@@ -29,7 +30,8 @@ def decode_player_digits(code, radix, bonus_radix, digits, counts):
 
 @numba.njit(cache=True, inline="always")
 def legal_card_ids(digits, counts, rest_card, kind_card, cost, out):
-    """Write the player's legal cards (ascending) into out; return how many."""
+    """Write the player's legal cards (ascending) into out; return how many
+    (`cost`: that player's seat's, [card, tile kind])."""
     n = 0
     for card in range(6):
         if card != rest_card[digits[4]] and digits[1] >= cost[card, 0] and digits[2] >= cost[card, 1]:
@@ -118,8 +120,8 @@ def _expand(
             total += pile[k]
         returned1 = card_kind[rest_card[d1[4]]] if rest_card[d1[4]] >= 0 else -1
         returned2 = card_kind[rest_card[d2[4]]] if rest_card[d2[4]] >= 0 else -1
-        m = legal_card_ids(d1, c1, rest_card, kind_card, cost, legal1)
-        n = legal_card_ids(d2, c2, rest_card, kind_card, cost, legal2)
+        m = legal_card_ids(d1, c1, rest_card, kind_card, cost[0], legal1)
+        n = legal_card_ids(d2, c2, rest_card, kind_card, cost[1], legal2)
         o = outs  # next outcome slot
         for a in range(m):
             card1 = legal1[a]
@@ -130,10 +132,10 @@ def _expand(
                 card2 = legal2[b]
                 e2 = card2 if card2 != 9 else rest_acts[d2[4]]
                 first = o
-                hurt1 = damage[e1, e2]
-                hurt2 = damage[e2, e1]
-                move1 = e1 == 5 and not cancel[e1, e2]
-                move2 = e2 == 5 and not cancel[e2, e1]
+                hurt1 = damage[0, e1, e2]
+                hurt2 = damage[1, e2, e1]
+                move1 = e1 == 5 and not cancel[0, e1, e2]
+                move2 = e2 == 5 and not cancel[1, e2, e1]
                 moon1 = move1 and d1[3] + 1 == moon
                 moon2 = move2 and d2[3] + 1 == moon
                 if moon1 and moon2:  # double goal: both moves cancelled
@@ -155,13 +157,13 @@ def _expand(
                     o += 1
                 else:
                     q1 = _player_after(
-                        code1, d1[1], d1[2], d1[4], card1, e1, hurt1, move1, cost[card1, 0],
-                        cost[card1, 1], gain[e1, 0], gain[e1, 1], card_kind[card1], returned1,
+                        code1, d1[1], d1[2], d1[4], card1, e1, hurt1, move1, cost[0, card1, 0],
+                        cost[0, card1, 1], gain[0, e1, 0], gain[0, e1, 1], card_kind[card1], returned1,
                         stride, kind_stride, battery_tiles, disc_tiles,
                     )
                     q2 = _player_after(
-                        code2, d2[1], d2[2], d2[4], card2, e2, hurt2, move2, cost[card2, 0],
-                        cost[card2, 1], gain[e2, 0], gain[e2, 1], card_kind[card2], returned2,
+                        code2, d2[1], d2[2], d2[4], card2, e2, hurt2, move2, cost[1, card2, 0],
+                        cost[1, card2, 1], gain[1, e2, 0], gain[1, e2, 1], card_kind[card2], returned2,
                         stride, kind_stride, battery_tiles, disc_tiles,
                     )
                     draw1 = move1 and star[d1[3] + 1] and total > 0

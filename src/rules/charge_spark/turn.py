@@ -1,7 +1,8 @@
 """One turn of Charge & Spark, written from the spec's tables.
 
 `resolve_turn` is the readable reference: every rule of a turn appears once,
-in the order the spec gives it. The compiled transition kernel in
+in the order the spec gives it. Each player pays, deals and gains by its own
+seat's numbers (`RuleSet.seat`): a one-seat key changes that player's cards only. The compiled transition kernel in
 `transitions.py` reuses `card_interaction` and is checked against
 `resolve_turn` state by state.
 """
@@ -14,7 +15,7 @@ from enum import Enum
 from fractions import Fraction
 
 from .cards import Card
-from .config import RuleSet
+from .config import RuleSet, SeatRules
 from .state import PlayerState, Position, RestCard
 
 
@@ -63,11 +64,21 @@ class Interaction:
     disc_gain: int
 
 
-def legal_cards(rules: RuleSet, player: PlayerState) -> tuple[Card, ...]:
-    """Cards in `player`'s hand whose cost they can pay, each card once, in card order."""
+def seat_numbers(rules: RuleSet, seat: int | None) -> SeatRules:
+    """The numbers player `seat + 1` plays by. `seat` may be None only where both
+    seats play by the same numbers (a ValueError otherwise: the answer would be a guess)."""
+    if seat is None:
+        if not rules.is_seat_symmetric:
+            raise ValueError("these rules give the two players different numbers: say which seat (0: P1, 1: P2)")
+        seat = 0
+    return rules.seat(seat)
+
+
+def legal_cards(rules: RuleSet, player: PlayerState, seat: int | None = None) -> tuple[Card, ...]:
+    """Cards in `player`'s hand whose cost (player `seat + 1`'s) they can pay, each card once, in card order."""
     playable = []
     for card in sorted(set(player.hand())):
-        battery, disc = rules.cost(card)
+        battery, disc = seat_numbers(rules, seat).cost(card)
         if player.battery >= battery and player.disc >= disc:
             playable.append(card)
     return tuple(playable)
@@ -80,21 +91,25 @@ def effective_card(player: PlayerState, card: Card) -> Card | None:
     return player.rest.acts_as if player.rest is not None else None
 
 
-def attack_damage(rules: RuleSet, effective: Card | None) -> int | None:
-    """The attack strength of an effective card, or None if it is not an attack."""
+def attack_damage(numbers: SeatRules, effective: Card | None) -> int | None:
+    """The attack strength of an effective card played by the seat whose `numbers`
+    these are, or None if it is not an attack."""
     if effective is None or not effective.is_attack:
         return None
-    return rules.damage_of(effective)
+    return numbers.damage_of(effective)
 
 
-def damage_taken(rules: RuleSet, mine: Card | None, theirs: Card | None) -> int:
-    """Damage I take this turn (spec: "Attacks meeting each other and defences")."""
-    my_attack = attack_damage(rules, mine)
-    their_attack = attack_damage(rules, theirs)
+def damage_taken(rules: RuleSet, mine: Card | None, theirs: Card | None, seat: int | None = None) -> int:
+    """Damage I (player `seat + 1`) take this turn (spec: "Attacks meeting each
+    other and defences"). Each card acts by its player's numbers: my attack's
+    strength is my damage, a Counter reflects and a Barrier reduces by its own player's."""
+    me, them = seat_numbers(rules, seat), seat_numbers(rules, None if seat is None else 1 - seat)
+    my_attack = attack_damage(me, mine)
+    their_attack = attack_damage(them, theirs)
     if their_attack is None:
         # Only my attack can hurt me: reflected by their Counter.
         if my_attack is not None and theirs is Card.COUNTER:
-            return rules.counter_reflect
+            return them.counter_reflect
         return 0
     if my_attack is not None:
         # Both attack: the weaker attack loses; equal strength is null.
@@ -104,28 +119,29 @@ def damage_taken(rules: RuleSet, mine: Card | None, theirs: Card | None) -> int:
     if mine is Card.COUNTER:
         return 0
     if mine is Card.BARRIER:
-        return max(0, their_attack - rules.barrier_reduce)
+        return max(0, their_attack - me.barrier_reduce)
     return their_attack
 
 
-def tile_gain(rules: RuleSet, mine: Card | None) -> tuple[int, int]:
-    """(Battery, Disc) turned face up by my effective card, before the tile caps."""
+def tile_gain(numbers: SeatRules, mine: Card | None) -> tuple[int, int]:
+    """(Battery, Disc) turned face up by my effective card (I play by `numbers`), before the tile caps."""
     if mine is Card.CHARGE:
         return (1, 0)
     if mine in (Card.BARRIER, Card.TRAP):
         return (0, 1)
     if mine is Card.RECOVERY:
-        return (1, 1) if rules.recovery == "battery+disc" else (1, 0)
+        return (1, 1) if numbers.recovery == "battery+disc" else (1, 0)
     return (0, 0)
 
 
-def card_interaction(rules: RuleSet, mine: Card | None, theirs: Card | None) -> Interaction:
-    """Everything the pair of effective cards does to me, except reaching the moon."""
-    battery, disc = tile_gain(rules, mine)
+def card_interaction(rules: RuleSet, mine: Card | None, theirs: Card | None, seat: int | None = None) -> Interaction:
+    """Everything the pair of effective cards does to me (player `seat + 1`), except reaching the moon."""
+    them = seat_numbers(rules, None if seat is None else 1 - seat)
+    battery, disc = tile_gain(seat_numbers(rules, seat), mine)
     cancelled = mine is Card.MOVE and (
-        attack_damage(rules, theirs) is not None or theirs is Card.TRAP
+        attack_damage(them, theirs) is not None or theirs is Card.TRAP
     )
-    return Interaction(damage_taken(rules, mine, theirs), cancelled, battery, disc)
+    return Interaction(damage_taken(rules, mine, theirs, seat), cancelled, battery, disc)
 
 
 def _played(player: PlayerState, card: Card, acts_as: Card | None) -> PlayerState:
@@ -171,13 +187,13 @@ def resolve_turn(
     players = (position.p1, position.p2)
     cards = (card1, card2)
     for seat, (player, card) in enumerate(zip(players, cards)):
-        if card not in legal_cards(rules, player):
+        if card not in legal_cards(rules, player, seat):
             raise IllegalCardError(f"player {seat + 1} cannot play {card.label} here")
 
-    # 2. Costs are paid at once, before any effect.
+    # 2. Costs are paid at once, before any effect (each player pays its own seat's costs).
     paid = []
-    for player, card in zip(players, cards):
-        battery, disc = rules.cost(card)
+    for seat, (player, card) in enumerate(zip(players, cards)):
+        battery, disc = rules.seat(seat).cost(card)
         paid.append(replace(player, battery=player.battery - battery, disc=player.disc - disc))
     acts_as = [effective_card(player, card) for player, card in zip(players, cards)]
 
@@ -185,7 +201,7 @@ def resolve_turn(
     after = []
     moves = []
     for seat in (0, 1):
-        me = card_interaction(rules, acts_as[seat], acts_as[1 - seat])
+        me = card_interaction(rules, acts_as[seat], acts_as[1 - seat], seat)
         player = paid[seat]
         player = replace(
             player,

@@ -1,7 +1,8 @@
 """One rule set tabulated for the compiled turn kernel (`transitions`).
 
 The card-pair interactions are not re-derived here: they are read from
-`turn.card_interaction` (the readable reference). Kept apart from the kernel so
+`turn.card_interaction` (the readable reference), once per seat: a seat's
+costs, and what a pair of cards does to it, are its own (`RuleSet.seat`). Kept apart from the kernel so
 that building a game does not import numba: a query answered from a stored
 table expands one state with the readable engine and compiles nothing.
 """
@@ -32,10 +33,10 @@ class TurnTables:
     bonus_total: np.ndarray  # int64[K]
     kind_card: np.ndarray  # int64[K]: card code of each kind
     card_kind: np.ndarray  # int64[10]: kind index of a card, -1 if none
-    cost: np.ndarray  # int64[10, 2]
-    damage_taken: np.ndarray  # int64[11, 11]: [mine, theirs]
-    move_cancelled: np.ndarray  # bool[11, 11]
-    gain: np.ndarray  # int64[11, 2]
+    cost: np.ndarray  # int64[2, 10, 2]: [seat, card, tile kind]
+    damage_taken: np.ndarray  # int64[2, 11, 11]: [seat, mine, theirs]
+    move_cancelled: np.ndarray  # bool[2, 11, 11]: [seat, mine, theirs]
+    gain: np.ndarray  # int64[2, 11, 2]: [seat, mine, tile kind]
     rest_acts_as: np.ndarray  # int64[20]: effective card of a Copy played on this rest
     rest_card: np.ndarray  # int64[20]: card in the rest zone, -1 if empty
     is_star: np.ndarray  # bool[moves_to_moon + 1]
@@ -48,15 +49,16 @@ class TurnTables:
 def turn_tables(rules: RuleSet) -> TurnTables:
     codec = PositionCodec(rules)
     effective = list(Card) + [None]
-    damage = np.zeros((len(effective), len(effective)), dtype=np.int64)
-    cancelled = np.zeros((len(effective), len(effective)), dtype=np.bool_)
-    gain = np.zeros((len(effective), 2), dtype=np.int64)
-    for i, mine in enumerate(effective):
-        for j, theirs in enumerate(effective):
-            effect = card_interaction(rules, mine, theirs)
-            damage[i, j] = effect.damage_taken
-            cancelled[i, j] = effect.move_cancelled
-            gain[i] = (effect.battery_gain, effect.disc_gain)
+    damage = np.zeros((2, len(effective), len(effective)), dtype=np.int64)
+    cancelled = np.zeros((2, len(effective), len(effective)), dtype=np.bool_)
+    gain = np.zeros((2, len(effective), 2), dtype=np.int64)
+    for seat in (0, 1):
+        for i, mine in enumerate(effective):
+            for j, theirs in enumerate(effective):
+                effect = card_interaction(rules, mine, theirs, seat)
+                damage[seat, i, j] = effect.damage_taken
+                cancelled[seat, i, j] = effect.move_cancelled
+                gain[seat, i] = (effect.battery_gain, effect.disc_gain)
     rest_acts_as = np.full(REST_CODES, NO_EFFECT, dtype=np.int64)
     rest_card = np.full(REST_CODES, -1, dtype=np.int64)
     for code in range(1, REST_CODES):
@@ -75,7 +77,7 @@ def turn_tables(rules: RuleSet) -> TurnTables:
         bonus_total=np.array(codec.bonus_radix, dtype=np.int64) - 1,
         kind_card=np.array(codec.bonus_kinds, dtype=np.int64),
         card_kind=card_kind,
-        cost=np.array([rules.cost(card) for card in Card], dtype=np.int64),
+        cost=np.array([[rules.seat(seat).cost(card) for card in Card] for seat in (0, 1)], dtype=np.int64),
         damage_taken=damage,
         move_cancelled=cancelled,
         gain=gain,

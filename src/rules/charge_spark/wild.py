@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .cards import Card
-from .config import RuleSet
+from .config import RulesError, RuleSet, differences_from_default
 from .game import ChargeSparkGame, ExpansionArrays
 from .hidden import drawn_cards, known_after_turn
 from .state import Position
@@ -89,6 +89,11 @@ class WildGame:
     unending_payoff = ChargeSparkGame.unending_payoff
 
     def __init__(self, rules: RuleSet) -> None:
+        if not rules.is_seat_symmetric:
+            # P2's bounds are read off the seat-swapped position: that needs both seats alike.
+            raise RulesError("the wild game (hidden cards' bounds) needs rules the same for both players; "
+                             "these have one-seat keys: " + " ".join(k for k in differences_from_default(rules)
+                                                                     if k.startswith(("p1.", "p2."))))
         self.rules = rules
         self.open = ChargeSparkGame(rules)
         self.max_unseen = len(rules.bonus_cards)

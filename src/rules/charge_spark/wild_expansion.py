@@ -291,7 +291,9 @@ class WildTables:
     def __init__(self, tables: TurnTables, max_unseen: int, keep_action_by_code: np.ndarray, draw_action: int) -> None:
         self.tables = tables
         radix, players, bonus_radix, bonus_total, kind_card, for_player, _ = table_args(tables)
-        _stride, kind_stride, card_kind, cost, _gain, rest_card, _, _ = for_player
+        _stride, kind_stride, card_kind, seat_costs, _gain, rest_card, _, _ = for_player
+        # The wild game needs rules the same for both seats (`WildGame`): one seat's costs serve both.
+        cost = np.ascontiguousarray(seat_costs[0])
         self.common = (radix, players, bonus_radix, bonus_total, kind_card, card_kind, cost, rest_card, kind_stride,
                        max_unseen)
         bonus_space = int(radix[5])

@@ -230,6 +230,8 @@ def strategies_mirror(open_game: OpenGame) -> bool:
     t = open_game.table
     states = np.asarray(t.states)
     swapped = open_game.game.swap(states)
+    if swapped is None:  # rules with one-seat keys: the seats are not alike
+        return False
     twins = np.searchsorted(states, swapped)
     if np.any(twins >= states.size) or np.any(states[np.minimum(twins, states.size - 1)] != swapped):
         return False
