@@ -107,6 +107,19 @@ def test_rules_prints_toml_that_loads_back(tmp_path):
     assert load_rules(path) == apply_overrides(RuleSet(), ["cost.lightning.battery=3", "board=S*M"])
 
 
+def test_rules_prints_one_seat_keys_in_their_seat_table_and_they_load_back(tmp_path):
+    overrides = ["p1.cost.spark.battery=0", "p2.damage.spark=2", "p1.start_battery=1"]
+    result = run("rules", *[arg for item in overrides for arg in ("--set", item)])
+    assert result.exit_code == 0, result.output
+    assert "[p1]\nstart_battery = 1\n[p1.cost]\nspark = { battery = 0, disc = 0 }" in result.stdout
+    assert "[p2.damage]\nspark = 2" in result.stdout
+    path = tmp_path / "r.toml"
+    path.write_text(result.stdout)
+    rules = load_rules(path)
+    assert rules == apply_overrides(RuleSet(), overrides)
+    assert f"fingerprint {fingerprint(rules)}" in result.stdout
+
+
 def test_rules_file_and_set_combine(tmp_path):
     path = tmp_path / "r.toml"
     path.write_text('board = "SM"\nhealth = 1\nbonus_cards = []\n')
@@ -126,11 +139,20 @@ BAD = {
     "impossible board": (["query", "start", "--set", "board=S*X"], "board"),
     "missing rules file": (["query", "start", "--rules", "/nonexistent/rules.toml"], "nonexistent"),
     "set without =": (["query", "start", "--set", "health"], "health"),
+    "a seat other than p1 and p2": (["query", "start", "--set", "p3.cost.spark.battery=0"],
+                                    "--set p3.cost.spark.battery=0: p3: unknown seat"),
+    "a key both seats share": (["rules", "--set", "p1.health=2"], "--set p1.health=2: p1.health: not a per-seat key"),
+    "an impossible one-seat value": (["query", "start", "--set", "p2.start_battery=7"], "p2.start_battery"),
+    "a bad one-seat key in a file's table": (["rules", "--rules", "__SEAT_FILE__"], "line 3: p1.board"),
 }
 
 
 @pytest.mark.parametrize("args,names", BAD.values(), ids=BAD.keys())
-def test_bad_input_is_one_line_and_exit_two(args, names):
+def test_bad_input_is_one_line_and_exit_two(args, names, tmp_path):
+    if "__SEAT_FILE__" in args:
+        path = tmp_path / "seat.toml"
+        path.write_text('health = 2\n[p1]\nboard = "S*M"\n')
+        args = [str(path) if arg == "__SEAT_FILE__" else arg for arg in args]
     result = run(*args)
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()

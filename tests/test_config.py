@@ -71,6 +71,21 @@ EVERY_KEY = [
     ("[damage]\nlightning = 3\nray = 0", ["damage.lightning=3", "damage.ray=0"],
      RuleSet(damage=damage_with(lightning=3, ray=0))),
     ("damage = { ray = 2 }", ["damage={ray=2}"], RuleSet(damage=damage_with(ray=2))),
+    # One seat only: every per-seat key, in a [p1] / [p2] table or with a seat before the key.
+    ("p1.cost.spark.battery = 0", ["p1.cost.spark.battery=0"], RuleSet(p1={"cost.spark": (0, 0)})),
+    ("[p2.cost]\ncounter = { disc = 1 }", ["p2.cost.counter.disc=1"], RuleSet(p2={"cost.counter": (0, 1)})),
+    ("[p2.cost.spark]\ndisc = 1", ["p2.cost.spark={disc=1}"], RuleSet(p2={"cost.spark": (0, 1)})),
+    ("[p2.damage]\nspark = 2", ["p2.damage.spark=2"], RuleSet(p2={"damage.spark": 2})),
+    ("[p1]\nstart_battery = 1\nstart_disc = 2", ["p1.start_battery=1", "p1.start_disc=2"],
+     RuleSet(p1={"start_battery": 1, "start_disc": 2})),
+    ('p2.recovery = "battery"', ["p2.recovery=battery"], RuleSet(p2={"recovery": "battery"})),
+    ("p1 = { counter_reflect = 3, barrier_reduce = 0 }", ["p1={counter_reflect=3, barrier_reduce=0}"],
+     RuleSet(p1={"counter_reflect": 3, "barrier_reduce": 0})),
+    # The same change for both seats is the shared key; a seat's key equal to the shared one is no change.
+    ("p1.damage.spark = 2\np2.damage.spark = 2", ["p1.damage.spark=2", "p2.damage.spark=2"],
+     RuleSet(damage=damage_with(spark=2))),
+    ("damage.spark = 2\np1.damage.spark = 2", ["p1.damage.spark=2", "damage.spark=2"],
+     RuleSet(damage=damage_with(spark=2))),
 ]
 
 
@@ -225,6 +240,18 @@ BAD_FILES = [
     ('recovery = "all"\n', ["line 1", "recovery:"]),
     ("health = 3\ncost.move.disc = 1\n[cost.barrier]\nbattery = 1\n",
      ["line 3", "cost: at least two of charge, barrier and move"]),  # the first paid card's line
+    # One-seat keys: a seat other than p1 and p2, a key both players share, impossible values.
+    ("health = 3\n[p3.cost]\nspark = { battery = 0 }\n", ["line 2", "p3: unknown seat (seats: p1, p2)"]),
+    ('name = "x"\np1.board = "S*M"\n', ["line 2", "p1.board: not a per-seat key", "start_battery, start_disc"]),
+    ("[p2]\nhealth = 3\n", ["line 2", "p2.health: not a per-seat key: health is the same for both players"]),
+    ("[p1]\nstart_battery = 5\n", ["line 2", "p1.start_battery:", "battery_tiles (4)"]),
+    ("[p1.cost]\nlightnin = { battery = 3 }\n", ["line 2", "p1.cost.lightnin: unknown card"]),
+    ("[p1.cost.spark]\nbattery = -1\n", ["line 2", "p1.cost.spark.battery:", "got -1"]),
+    ("\np2.damage.move = 1\n", ["line 2", "p2.damage.move: unknown attack card"]),
+    ('p2.recovery = "all"\n', ["line 1", "p2.recovery: must be one of"]),
+    ("p1 = 3\n", ["line 1", "p1: must be a table of per-seat keys"]),
+    ("[p1.cost]\ncharge = { battery = 1 }\nbarrier = { disc = 1 }\n",
+     ["line 2", "p1.cost: at least two of charge, barrier and move"]),
 ]
 
 
@@ -282,6 +309,20 @@ BAD_OVERRIDES = [
      ["--set cost.barrier.disc=1: cost: at least two"]),
     (["cost.lightning={battery=-1}"], ["--set cost.lightning={battery=-1}: cost.lightning.battery:"]),
     (["cost.lightning=3"], ["cost.lightning: must be a table"]),
+    (["p3.cost.spark.battery=0"], ["--set p3.cost.spark.battery=0: p3: unknown seat (seats: p1, p2)"]),
+    (["P1.damage.spark=2"], ["--set P1.damage.spark=2: P1: unknown seat"]),
+    (["p1.board=S*M"], ["--set p1.board=S*M: p1.board: not a per-seat key: board is the same for both players"]),
+    (["p1.health=2"], ["--set p1.health=2: p1.health: not a per-seat key"]),
+    (["p2.helth=2"], ["--set p2.helth=2: p2.helth: unknown per-seat key (per-seat keys: start_battery"]),
+    (["p1.start_battery=9"], ["--set p1.start_battery=9: p1.start_battery: must be an integer from 0 to battery_tiles (4)"]),
+    (["p1.start_battery=2", "battery_tiles=1", "start_battery=1"], ["p1.start_battery:", "battery_tiles (1)"]),
+    (["p2.cost.zap.battery=1"], ["--set p2.cost.zap.battery=1: p2.cost.zap: unknown card"]),
+    (["p2.cost.spark.gold=1"], ["--set p2.cost.spark.gold=1: p2.cost.spark.gold: unknown tile kind"]),
+    (["p1.damage.charge=1"], ["--set p1.damage.charge=1: p1.damage.charge: unknown attack card"]),
+    (["p1.damage.spark=-1"], ["--set p1.damage.spark=-1: p1.damage.spark: must be an integer from 0"]),
+    (["p2.recovery=all"], ["--set p2.recovery=all: p2.recovery: must be one of"]),
+    (["p1.start_disc.x=1"], ["--set p1.start_disc.x=1: p1.start_disc.x: unknown key"]),
+    (["p1.cost.charge.battery=1", "p1.cost.barrier.disc=1"], ["p1.cost: at least two"]),
 ]
 
 
@@ -327,7 +368,23 @@ def rule_sets(draw: st.DrawFn) -> RuleSet:
         barrier_reduce=draw(st.integers(0, 3)),
         costs=tuple(costs),
         damage=tuple(damage),
+        p1=draw(seat_overrides(battery_tiles, disc_tiles)),
+        p2=draw(seat_overrides(battery_tiles, disc_tiles)),
     )
+
+
+@st.composite
+def seat_overrides(draw: st.DrawFn, battery_tiles: int, disc_tiles: int) -> dict:
+    """A few of one seat's own numbers (Charge, Barrier and Move stay free, so the costs stay legal)."""
+    choices = {
+        "start_battery": st.integers(0, battery_tiles), "start_disc": st.integers(0, disc_tiles),
+        "recovery": st.sampled_from(["battery+disc", "battery"]), "counter_reflect": st.integers(0, 4),
+        "barrier_reduce": st.integers(0, 3), "damage.spark": st.integers(0, 4), "damage.ray": st.integers(0, 4),
+        "cost.lightning": st.tuples(st.integers(0, 3), st.integers(0, 3)),
+        "cost.copy": st.tuples(st.integers(0, 3), st.integers(0, 3)),
+    }
+    keys = draw(st.lists(st.sampled_from(sorted(choices)), max_size=3, unique=True))
+    return {key: draw(choices[key]) for key in keys}
 
 
 @settings(max_examples=150, deadline=None)
@@ -393,6 +450,8 @@ def test_fingerprint_ignores_key_order_bonus_order_and_name() -> None:
     "bonus_cards=ray,trap", "bonus_cards=ray,recovery,trap,copy,copy", "recovery=battery",
     "clash=difference", "contested_draw=nobody", "counter_reflect=1", "barrier_reduce=2",
     "cost.lightning.battery=3", "cost.charge.disc=1", "damage.spark=2",
+    "p1.cost.spark.battery=0", "p2.cost.spark.battery=0", "p1.damage.spark=2", "p1.start_battery=1",
+    "p2.start_disc=1", "p1.recovery=battery", "p2.counter_reflect=1", "p1.barrier_reduce=0",
 ])
 def test_fingerprint_changes_with_every_game_key(override: str) -> None:
     assert fingerprint(apply_overrides(DEFAULT, [override])) != fingerprint(DEFAULT)
