@@ -20,8 +20,8 @@ import click
 import numpy as np
 
 from rules.charge_spark.config import (
-    RuleSet,
     RulesError,
+    RuleSet,
     apply_overrides,
     canonical_mapping,
     differences_from_default,
