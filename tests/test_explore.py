@@ -200,7 +200,11 @@ def test_a_rule_sets_name_is_escaped_everywhere(tiny):
 
 
 def test_pages_and_api_carry_no_traceback_and_refuse_other_methods(tiny):
-    assert tiny.client.post("/api/query", params={"position": "start"}).status_code == 405
+    assert tiny.client.put("/api/query", params={"position": "start"}).status_code == 405
+    assert tiny.client.post("/api/step", params={"position": "start"}).status_code == 405
+    assert tiny.client.post("/rules", params={"position": "start"}).status_code == 405
+    refused = tiny.client.post("/api/query", params={"position": "start"})  # neither the page's token nor the header
+    assert refused.status_code == 403 and "token" in refused.json()["error"]
     response = tiny.client.get("/?position=h9%20/%20h9")
     assert response.status_code == 400 and "Traceback" not in response.text
     assert "player 1, token &#39;h9&#39;" in response.text
@@ -529,6 +533,37 @@ def test_set_items_answer_as_query_json_with_the_same_set_after_the_202s(tiny, c
     assert same == tiny.client.get("/api/query", params={"position": "start"}).json()
 
 
+def rules_form_fields(page: str) -> list[tuple[str, str]]:
+    """What the rules form of `page` sends as it stands, as a browser sends it: its text and hidden boxes,
+    each select's chosen option, each ticked checkbox."""
+    form = page.split('id="rules-form"')[1].split("</form>")[0]
+    sent = []
+    for tag in re.findall(r"<input [^>]*>|<select [^>]*>.*?</select>", form, re.S):
+        name = re.search(r'name="([^"]+)"', tag).group(1)
+        if tag.startswith("<select"):
+            chosen = re.findall(r'<option value="([^"]*)" selected>', tag)
+            assert len(chosen) == 1, tag
+            sent.append((name, chosen[0]))
+        elif 'type="checkbox"' in tag:
+            if " checked" in tag:
+                sent.append((name, re.search(r'value="([^"]*)"', tag).group(1)))
+        else:
+            sent.append((name, re.search(r'value="([^"]*)"', tag).group(1)))
+    return sent
+
+
+def rules_form_keys(page: str) -> dict[str, str]:
+    """Each rules key the form of `page` shows, with its value as `--set` writes it (the bonus pile's
+    checkboxes and counts as one `bonus_cards` value)."""
+    sent = rules_form_fields(page)
+    shown = {name: value for name, value in sent if name not in ("position", "bonus_form", "bonus_card")
+             and not name.startswith("bonus_copies.")}
+    counts = dict(sent)
+    shown["bonus_cards"] = ",".join(card for name, card in sent if name == "bonus_card"
+                                    for _ in range(int(counts[f"bonus_copies.{card}"])))
+    return shown
+
+
 def test_every_page_shows_the_fingerprint_the_differences_and_every_rules_key(tiny, cheaper):
     variant = apply_overrides(tiny.rules, [CHEAPER_COUNTER])
     written = tomllib.loads(CliRunner().invoke(main, ["rules", *settings([*TINY, CHEAPER_COUNTER])]).stdout)
@@ -537,7 +572,7 @@ def test_every_page_shows_the_fingerprint_the_differences_and_every_rules_key(ti
         page = tiny.client.get(path + ("&" if "?" in path else "?") + urlencode({"set": CHEAPER_COUNTER})).text
         assert f'<code id="fingerprint">{fingerprint(variant)}</code>' in page
         assert "cost.counter.disc=1" in re.search(r'<code id="changed">([^<]*)</code>', page).group(1)
-        form = dict(re.findall(r'<input type="text" name="([^"]+)" value="([^"]*)"', page.split('id="rules-form"')[1]))
+        form = rules_form_keys(page)
         assert set(form) == keys
         assert form["cost.counter.disc"] == "1" and form["board"] == "S*M" and form["bonus_cards"] == "ray,copy"
         assert f'id="settings">{CHEAPER_COUNTER}<' in page
@@ -545,12 +580,11 @@ def test_every_page_shows_the_fingerprint_the_differences_and_every_rules_key(ti
 
 def test_the_rules_form_goes_to_the_same_page_for_its_rule_set(tiny, cheaper):
     page = tiny.client.get("/", params={"position": "start"}).text
-    form = dict(re.findall(r'<input type="(?:text|hidden)" name="([^"]+)" value="([^"]*)"', page.split('id="rules-form"')[1]))
-    form["cost.counter.disc"] = "1"
+    form = [(name, "1" if name == "cost.counter.disc" else value) for name, value in rules_form_fields(page)]
     response = tiny.client.get("/rules", params=form, follow_redirects=False)
     assert response.status_code == 303
     target = parse_qs(urlsplit(response.headers["location"]).query)
-    assert target == {"position": [form["position"]], "set": [CHEAPER_COUNTER]}
+    assert target == {"position": [dict(form)["position"]], "set": [CHEAPER_COUNTER]}
     page = tiny.client.get(response.headers["location"]).text
     assert fingerprint(apply_overrides(tiny.rules, [CHEAPER_COUNTER])) in page
     links = {href.replace("&amp;", "&"): tag for tag, href in re.findall(r'(<a[^>]*href="(/[^"]*)")', page)}
@@ -677,7 +711,7 @@ def test_the_compare_page_shows_both_rule_sets_and_highlights_the_rows_that_diff
     assert page.count('<tr class="row') == len(compared["rows"])
     assert compared["a"]["fingerprint"] in page and compared["b"]["fingerprint"] in page
     assert "cost.counter.disc=1" in re.search(r'id="head-b">.*?<code class="changed">([^<]*)<', page, re.S).group(1)
-    assert page.count("<script>") == 0  # the compare page runs none
+    assert page.count("<script>") == 1 and 'id="loading"' in page  # its one: the loading indicator
 
 
 def test_every_position_page_links_to_the_comparison_with_the_printed_rules(tiny, cheaper):
@@ -913,3 +947,194 @@ def test_a_table_on_disk_waits_until_its_worker_has_finished_the_whole_job(tiny,
     monkeypatch.setitem(solves._statuses, key, SolveStatus(key, "solving", 0.0, 1.0, "", {"phase": "storing"}))
     response = tiny.client.get("/api/query", params={"position": "start", "set": "counter_reflect=3"})
     assert response.status_code == 202 and response.json()["status"] == "solving"
+
+
+# --- asking before a large solve, and cancelling one ----------------------------------------------
+
+
+def token_of(page: str) -> str:
+    """The token the page's POST forms carry."""
+    return re.search(r'<input type="hidden" name="token" value="([^"]+)">', page).group(1)
+
+
+@pytest.fixture
+def asks_first(monkeypatch):
+    """Every rule set not stored counts as large: a GET shows its estimate rather than starting its solve."""
+    import solver.explore.rule_sets
+
+    monkeypatch.setattr(solver.explore.rule_sets, "ASK_FIRST_STATES", 10)
+
+
+def test_a_get_of_a_large_rule_set_shows_the_estimate_and_starts_nothing(tiny, asks_first):
+    item = "counter_reflect=0"  # asked for nowhere else
+    rules = apply_overrides(tiny.rules, [item])
+    key = fingerprint(rules)
+    solves = tiny.client.app.state.rule_sets.solves
+    before = cache_listing(tiny.cache_dir)
+    page = tiny.client.get("/", params={"position": "start", "set": item})
+    assert page.status_code == 409
+    from rules.charge_spark.size import estimate_reachable
+
+    states = round(estimate_reachable(rules))
+    figures = dict(re.findall(r'<th class="text">([^<]+)</th><td class="[a-z]+">([^<]+)</td>', page.text))
+    assert figures["states (estimated)"] == f"about {states:,}"
+    assert re.fullmatch(r"under 10 s|about \d+ (s|min)|about [\d.]+ h", figures["time (estimated)"])
+    assert re.fullmatch(r"about [\d,.]+ (MB|GB)", figures["memory at its peak (estimated)"])
+    assert key in page.text and item in page.text
+    form = re.search(r'<form id="solve-form" method="post" action="([^"]+)">', page.text).group(1).replace("&amp;", "&")
+    assert parse_qs(urlsplit(form).query) == {"position": ["start"], "set": [item]}  # POSTs to the same page
+    assert 'id="solve-button"' in page.text and token_of(page.text)
+    api = tiny.client.get("/api/query", params={"position": "start", "set": item})
+    assert api.status_code == 409
+    assert api.json()["status"] == "not started" and api.json()["estimate"]["estimated_states"] == states
+    assert "\n" not in api.json()["error"] and "POST" in api.json()["error"]
+    compared = tiny.client.get("/compare", params=sides(TINY, [*TINY, item]))
+    assert compared.status_code == 409 and 'id="estimate-b"' in compared.text and 'id="estimate-a"' not in compared.text
+    assert solves.status(key) is None  # nothing queued
+    assert cache_listing(tiny.cache_dir) == before
+    # The rules the explorer started with, and tables stored, are answered as ever.
+    assert tiny.client.get("/", params={"position": "start"}).status_code == 200
+
+
+def test_a_post_from_the_page_starts_the_solve_and_a_post_from_elsewhere_is_refused(tiny, asks_first):
+    item = "barrier_reduce=0"
+    key = fingerprint(apply_overrides(tiny.rules, [item]))
+    solves = tiny.client.app.state.rule_sets.solves
+    params = {"position": "start", "set": item}
+    page = tiny.client.get("/", params=params)
+    token = token_of(page.text)
+    before = cache_listing(tiny.cache_dir)
+    refused = [
+        tiny.client.post("/", params=params, data={"do": "solve"}),  # no token
+        tiny.client.post("/", params=params, data={"do": "solve", "token": token[:-1] + "x"}),
+        tiny.client.post("/", params=params, data={"do": "solve", "token": token}, headers={"sec-fetch-site": "cross-site"}),
+        tiny.client.post("/", params=params, data={"do": "solve", "token": token}, headers={"origin": "http://evil.example"}),
+        tiny.client.post("/", params=params, content=b"token=" + b"x" * 5000,
+                         headers={"content-type": "application/x-www-form-urlencoded"}),
+        tiny.client.post("/", params=params, json={"token": token}),
+    ]
+    assert [r.status_code for r in refused] == [403, 403, 403, 403, 413, 415]
+    assert all("\n" not in r.text.strip() for r in refused)
+    assert solves.status(key) is None and cache_listing(tiny.cache_dir) == before
+    started = tiny.client.post("/", params=params, data={"do": "solve", "token": token}, follow_redirects=False)
+    assert started.status_code == 303
+    assert parse_qs(urlsplit(started.headers["location"]).query) == {"position": ["start"], "set": [item]}
+    assert solves.status(key).state in ("queued", "solving", "stored")
+    assert answered(tiny.client, "/api/query", params).status_code == 200
+    # A script starts one with its header instead of the page's token; the API answers as a GET would.
+    other = "damage.spark=3"
+    response = tiny.client.post("/api/query", params={"position": "start", "set": other},
+                                headers={"X-Charge-Spark": "1"})
+    assert response.status_code == 202 and response.json()["status"] in ("queued", "solving")
+    assert answered(tiny.client, "/api/query", {"position": "start", "set": other}).status_code == 200
+
+
+def wait_for_phase(client: TestClient, params: dict, phase: str, timeout: float = 600) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        response = client.get("/api/query", params=params)
+        assert response.status_code == 202, response.text
+        progress = response.json()["progress"]
+        if progress.get("phase") == phase:
+            return progress
+        assert time.monotonic() < deadline, progress
+        time.sleep(0.2)
+
+
+def test_cancelling_a_solve_stops_its_worker_and_leaves_the_cache_as_it_was(tiny, asks_first):
+    lasting, after = "health=3", "damage.lightning=3"  # about 66,000 states: a solve that lasts; then a small one
+    solves = tiny.client.app.state.rule_sets.solves
+    before = cache_listing(tiny.cache_dir)
+    keys = [fingerprint(apply_overrides(tiny.rules, [item])) for item in (lasting, after)]
+    token = token_of(tiny.client.get("/", params={"set": lasting}).text)
+    for item in (lasting, after):
+        posted = tiny.client.post("/", params={"position": "start", "set": item}, data={"do": "solve", "token": token})
+        assert posted.status_code == 202  # followed to the progress page
+    wait_for_phase(tiny.client, {"position": "start", "set": lasting}, "solving")
+    worker = solves._worker.process
+    progress_page = tiny.client.get("/", params={"position": "start", "set": lasting})
+    assert progress_page.status_code == 202
+    cancel = re.search(r'<form class="cancel" method="post" action="([^"]+)">.*?name="fingerprint" value="([^"]+)"',
+                       progress_page.text, re.S)
+    assert cancel.group(2) == keys[0] and 'id="cancel"' in progress_page.text
+    # Its table is not there yet; its lock and kept ranks are.
+    assert [name for name in cache_listing(tiny.cache_dir) if keys[0] in name and name not in before]
+    cancelled = tiny.client.post(cancel.group(1).replace("&amp;", "&"),
+                                 data={"do": "cancel", "fingerprint": keys[0], "token": token_of(progress_page.text)})
+    assert cancelled.status_code == 409 and "its solve was cancelled" in cancelled.text  # asked before it starts again
+    assert not worker.is_alive()
+    assert solves.status(keys[0]).state == "cancelled"
+    assert {name for name in cache_listing(tiny.cache_dir) if keys[0] in name} == {n for n in before if keys[0] in n}
+    # The next solve goes on, in a worker of its own; then the cache is as it was but for its table.
+    assert answered(tiny.client, "/api/query", {"position": "start", "set": after}).status_code == 200
+    added = set(cache_listing(tiny.cache_dir)) - set(before)
+    assert added and all(keys[1] in name for name in added)
+    assert solves.status(keys[0]).state == "cancelled"  # a GET did not start it again
+    assert tiny.client.get("/api/query", params={"position": "start", "set": lasting}).json()["status"] == "cancelled"
+
+
+def test_cancelling_a_queued_solve_drops_it_and_a_stale_cancel_changes_nothing(tiny, asks_first):
+    lasting, queued = "health=3", "cost.move.disc=1"
+    solves = tiny.client.app.state.rule_sets.solves
+    token = token_of(tiny.client.get("/", params={"set": queued}).text)
+    for item in (lasting, queued):
+        tiny.client.post("/", params={"set": item}, data={"do": "solve", "token": token})
+    key = fingerprint(apply_overrides(tiny.rules, [queued]))
+    assert solves.status(key).state == "queued"
+    response = tiny.client.post("/api/query", params={"position": "start", "set": queued},
+                                data={"do": "cancel"}, headers={"X-Charge-Spark": "1"})
+    assert response.status_code == 409 and response.json()["status"] == "cancelled"
+    assert solves.status(key).state == "cancelled" and key not in solves._order
+    stale = tiny.client.post("/", params={"set": queued}, data={"do": "cancel", "fingerprint": key, "token": token})
+    assert stale.status_code == 409  # nothing to cancel any more: the page as it is
+    wrong = tiny.client.post("/", params={"set": queued}, data={"do": "cancel", "fingerprint": "0" * 12, "token": token})
+    assert wrong.status_code == 400 and "no solve of rules [000000000000] on this page" in wrong.text
+    lasting_key = fingerprint(apply_overrides(tiny.rules, [lasting]))
+    assert solves.cancel(lasting_key) and solves.status(lasting_key).state == "cancelled"
+
+
+def test_the_rules_form_has_selects_for_enumerated_keys_and_checkboxes_for_bonus_cards(tiny):
+    from rules.charge_spark.config import CHOICES
+
+    page = tiny.client.get("/", params={"position": "start", "set": "name=" + "a long title " * 6}).text
+    form = page.split('id="rules-form"')[1].split("</form>")[0]
+    for key, options in CHOICES.items():
+        select = re.search(rf'<select name="{re.escape(key)}">(.*?)</select>', form, re.S)
+        assert select, key
+        assert re.findall(r'<option value="([^"]*)"', select.group(1)) == list(options)
+        assert f'<input type="text" name="{key}"' not in form
+    ticked = re.findall(r'<input type="checkbox" name="bonus_card" value="([^"]+)"( checked)?>', form)
+    assert [card for card, _ in ticked] == ["ray", "recovery", "trap", "copy"]
+    assert [card for card, checked in ticked if checked] == ["ray", "copy"]  # the tiny rules' pile
+    assert '<input type="text" name="bonus_cards"' not in form
+    for name, value, size in re.findall(r'<input type="text" name="([^"]+)" value="([^"]*)" size="(\d+)"', form):
+        assert int(size) > len(value), name  # no value cut off
+    # Ticking a card and choosing its copies makes the pile.
+    fields = [(n, v) for n, v in rules_form_fields(page) if n not in ("bonus_card",)]
+    fields += [("bonus_card", "trap"), ("bonus_card", "ray"), ("bonus_copies.trap", "2")]
+    response = tiny.client.get("/rules", params=fields, follow_redirects=False)
+    assert response.status_code == 303
+    assert "bonus_cards=ray,trap,trap" in parse_qs(urlsplit(response.headers["location"]).query)["set"]
+    bad = tiny.client.get("/rules", params=[*fields, ("bonus_copies.ray", "lots")])
+    assert bad.status_code == 400 and "bonus_copies.ray: must be a number from 1 to 8" in bad.text
+
+
+def test_a_difference_that_rounds_to_nothing_is_zero_without_a_sign():
+    from solver.explore.pages import _figure, fixed
+
+    assert _figure(-1e-12, "share", signed=True) == "0.00"
+    assert _figure(1e-12, "share", signed=True) == "0.00"
+    assert _figure(-0.00004, "share", signed=True) == "0.00"
+    assert _figure(-0.0001, "share", signed=True) == "-0.01 pt"
+    assert _figure(0.0123, "share", signed=True) == "+1.23 pt"
+    assert _figure(-1e-9, "turns", signed=True) == "0.00"
+    assert _figure(-1e-17, "share") == "0.00%"
+    assert fixed(-1e-9, 4) == "0.0000" and fixed(-0.25, 2) == "-0.25" and fixed(0.5, 6) == "0.500000"
+
+
+def test_several_keys_in_one_set_item_get_the_hint(tiny):
+    response = tiny.client.get("/api/query", params={"position": "start", "set": "board=S*M health=1"})
+    assert response.status_code == 400
+    assert response.json()["error"].endswith("; one --set per key: --set 'board=S*M' --set health=1")
+    compared = tiny.client.get("/api/compare", params=[("a", "health=1 board=S*M")])
+    assert compared.status_code == 400 and "one --set per key" in compared.json()["error"]

@@ -1,4 +1,4 @@
-"""The explorer's routes (Starlette). Eight, all GET, and nothing else:
+"""The explorer's routes (Starlette). Eight GET routes, and POSTs to some of them:
 
     /              the position page (?position=...; &p1=&p2= a pair chosen; &from= the position it was played from)
     /coach         a game against the solver (?position=&seat=1|2&seed=&moves=card,card,...)
@@ -8,6 +8,13 @@
     /api/query     the object `query --json` prints (?position=...)
     /api/step      where a pair of cards leads, with each outcome's chance (?position=&p1=&p2=)
     /api/coach     a coached game replayed, as JSON (the /coach parameters)
+
+A GET never starts a solve past `ASK_FIRST_STATES` (a page then shows what
+it would take, with a "Solve" button); a POST to the address of `/`, `/coach`,
+`/compare`, `/api/query` or `/api/compare` starts the solves of its rule sets
+(`do=solve`, the default) or cancels them (`do=cancel`, `fingerprint=` one of
+them), then answers as a GET of that address does (a page: 303 to it). A POST
+carries the page's token (or, from a script, the `X-Charge-Spark` header).
 
 Every page and API takes repeatable `set=KEY=VALUE` items, applied as `--set`
 applies them on top of the rules the explorer was started with. A query
@@ -23,9 +30,10 @@ traceback on the server's stderr only.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -34,13 +42,16 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from rules.charge_spark.cards import BONUS_CARDS
+from rules.charge_spark.config import MAX_BONUS_CARDS, fingerprint
 from rules.charge_spark.notation import format_position, parse_position
 
 from .answers import BAD_INPUT, ExploreInputError, Explorer, message
 from .coach import CoachGame, parse_moves, parse_seat, parse_seed, replay
 from .compare import Side, compare_json, side_of, side_rules
-from .pages import coach_page, compare_page, error_page, link, position_page, solving_page, url
-from .rule_sets import RuleSets, TableNotReady, rules_keys, settings_between
+from .http_limits import PostRefused, cross_site_refusal, posted_form
+from .pages import asking_page, coach_page, compare_page, error_page, link, position_page, solving_page, url
+from .rule_sets import RuleSets, SolveNotAsked, TableNotReady, rules_keys, settings_between
 
 SECURITY_HEADERS = [
     # Inline styles and script only; no frames, no plugins, nothing fetched from elsewhere.
@@ -112,9 +123,39 @@ def _settings(request: Request) -> list[str]:
     return request.query_params.getlist("set")
 
 
-def waiting_page(waiting: TableNotReady) -> HTMLResponse:
-    """The progress page of the tables a request waits for (202: not the answer yet)."""
-    return HTMLResponse(solving_page(waiting.waiting, started_url=url("/", position="start")), status_code=202)
+def bonus_pile(request: Request) -> str:
+    """The bonus pile the rules form's checkboxes give (`bonus_card=CARD`, each with `bonus_copies.CARD=N`),
+    as `bonus_cards` takes it: "ray,ray,trap", in the order of the cards (an unknown card is passed on, for
+    the rules parser to say so; a pile over `MAX_BONUS_CARDS` too)."""
+    pile = []
+    ticked = request.query_params.getlist("bonus_card")
+    for card in BONUS_CARDS:
+        if card.label in ticked:
+            copies = request.query_params.get(f"bonus_copies.{card.label}", "1").strip()
+            if not copies.isdigit() or not 1 <= int(copies) <= MAX_BONUS_CARDS:
+                raise ExploreInputError(f"bonus_copies.{card.label}: must be a number from 1 to {MAX_BONUS_CARDS},"
+                                        f" got {copies[:20]!r}")
+            pile += [card.label] * int(copies)
+    unknown = [card for card in ticked if card not in {c.label for c in BONUS_CARDS}]
+    return ",".join(pile + unknown[:1])
+
+
+def here(request: Request) -> str:
+    """The address of `request` on this server (its path and query): where its page's forms POST."""
+    query = request.url.query
+    return request.url.path + (f"?{query}" if query else "")
+
+
+def waiting_page(waiting: TableNotReady, request: Request, token: str) -> HTMLResponse:
+    """The progress page of the tables a request waits for (202: not the answer yet), each with its Cancel."""
+    return HTMLResponse(solving_page(waiting.waiting, started_url=url("/", position="start"), action=here(request),
+                                     token=token), status_code=202)
+
+
+def asked_page(asked: SolveNotAsked, request: Request, token: str) -> HTMLResponse:
+    """The page of tables whose solve a GET does not start (409): what each would take, and "Solve"."""
+    return HTMLResponse(asking_page(asked.estimates, started_url=url("/", position="start"), action=here(request),
+                                    token=token), status_code=409)
 
 
 def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
@@ -124,6 +165,7 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
     host than `allowed_hosts` (None: any) are refused, so a web page elsewhere
     cannot reach a loopback server through a name it controls (DNS rebinding)."""
     rule_sets = rule_sets or RuleSets(started)
+    token = secrets.token_urlsafe(24)  # in every form that POSTs: a page of another site cannot read it
 
     def explorer_of(request: Request) -> Explorer:
         return rule_sets.explorer(_settings(request))
@@ -134,6 +176,8 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
                 return JSONResponse(answer(request))
             except TableNotReady as waiting:
                 return JSONResponse(waiting.as_json(), status_code=202)
+            except SolveNotAsked as asked:
+                return JSONResponse(asked.as_json(), status_code=409)
             except BAD_INPUT as error:
                 return _bad_json(error)
         return endpoint
@@ -143,12 +187,14 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
             try:
                 return render(request)
             except TableNotReady as waiting:
-                return waiting_page(waiting)
+                return waiting_page(waiting, request, token)
+            except SolveNotAsked as asked:
+                return asked_page(asked, request, token)
             except BAD_INPUT as error:
                 box = (_param(request, "position") or "")[:2000]
                 try:  # the page of the rule set asked for, where its rules are good
                     shown = explorer_of(request)
-                except (*BAD_INPUT, TableNotReady):
+                except (*BAD_INPUT, TableNotReady, SolveNotAsked):
                     shown = started
                 return HTMLResponse(error_page(shown, message(error), box), status_code=400)
         return endpoint
@@ -208,8 +254,12 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
         with becomes a `set=` item (any other name too, to be refused as `--set` refuses it)."""
         started_with = rules_keys(started.rules)
         items = list(_settings(request))
-        for key, value in request.query_params.multi_items():
-            if key not in ("position", "set") and started_with.get(key) != value:
+        fields = [(key, value) for key, value in request.query_params.multi_items()
+                  if key not in ("position", "set", "bonus_form", "bonus_card") and not key.startswith("bonus_copies.")]
+        if "bonus_form" in request.query_params:  # the pile's checkboxes and counts, as one bonus_cards value
+            fields.append(("bonus_cards", bonus_pile(request)))
+        for key, value in fields:
+            if started_with.get(key) != value:
                 items.append(f"{key}={value}")
         rules = rule_sets.rules(items)
         rule_sets.check_solvable(rules)  # refused here, before the page is asked for
@@ -224,7 +274,7 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
 
     def compared(request: Request) -> tuple[Side, Side]:
         """Both sides, each table queued for solving where it is not stored (`TableNotReady` for those)."""
-        explorers, waiting = [], []
+        explorers, waiting, asks = [], [], []
         both = [(name, items, side_rules(items, name)) for name, items in side_items(request)]
         for name, _, rules in both:  # both good and solvable before either is queued
             try:
@@ -236,8 +286,12 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
                 explorers.append((rule_sets.explorer_for(rules, name), items))
             except TableNotReady as not_ready:
                 waiting += not_ready.waiting
+            except SolveNotAsked as asked:
+                asks += asked.estimates
             except BAD_INPUT as error:
                 raise ExploreInputError(f"{name}: {message(error)}") from None
+        if asks:
+            raise SolveNotAsked(asks)
         if waiting:
             raise TableNotReady(waiting)
         (a, a_items), (b, b_items) = explorers
@@ -250,13 +304,64 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
         try:
             return HTMLResponse(compare_page(side_items(request), compared(request)))
         except TableNotReady as waiting:
-            return waiting_page(waiting)
+            return waiting_page(waiting, request, token)
+        except SolveNotAsked as asked:
+            return asked_page(asked, request, token)
         except BAD_INPUT as error:
             return HTMLResponse(compare_page(side_items(request), None, message(error)), status_code=400)
 
+    def page_rule_sets(request: Request) -> list:
+        """The rule sets the page (or API answer) at `request`'s address shows."""
+        if request.url.path.endswith("compare"):
+            return [side_rules(items, name) for name, items in side_items(request)]
+        return [rule_sets.rules(_settings(request))]
+
+    def act(request: Request, action: str, key: str | None) -> None:
+        """Start the solves of the rule sets at `request`'s address, or cancel them (or the one of `key`)."""
+        named = page_rule_sets(request)
+        if action == "solve":
+            for rules in named:  # every one solvable before any is queued
+                rule_sets.check_solvable(rules)
+            for rules in named:
+                rule_sets.start(rules)
+            return
+        keys = {fingerprint(rules) for rules in named}
+        if key is not None and key not in keys:
+            raise ExploreInputError(f"no solve of rules [{key[:12]}] on this page to cancel")
+        for each in sorted(keys) if key is None else [key]:
+            rule_sets.solves.cancel(each)
+
+    def posting(answer: Callable[[Request], Response] | None) -> Callable[[Request], Awaitable[Response]]:
+        """The POST to a page's (or an API's) address: its solves started or cancelled (`act`), then the
+        page's answer to a GET (a 303 to it; an API, its answer)."""
+        async def endpoint(request: Request) -> Response:
+            api = answer is not None
+            try:
+                fields = await posted_form(request)
+                refusal = cross_site_refusal(request, fields, token)
+                if refusal is not None:
+                    raise PostRefused(403, refusal)
+                action = fields.get("do", "solve")
+                if action not in ("solve", "cancel"):
+                    raise PostRefused(400, f"do must be solve or cancel, not {action[:40]!r}")
+                await run_in_threadpool(act, request, action, fields.get("fingerprint"))
+            except PostRefused as refused:
+                return (JSONResponse({"error": refused.text}, status_code=refused.status) if api
+                        else PlainTextResponse(refused.text, status_code=refused.status))
+            except BAD_INPUT as error:
+                if api:
+                    return _bad_json(error)
+                return HTMLResponse(error_page(started, message(error), (_param(request, "position") or "")[:2000]),
+                                    status_code=400)
+            if answer is not None:
+                return await run_in_threadpool(answer, request)
+            return RedirectResponse(here(request), status_code=303)
+        return endpoint
+
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 404
-        text = NOT_FOUND if status == 404 else "only GET requests are served"
+        text = NOT_FOUND if status == 404 else ("only GET requests are served, and POSTs to /, /coach, /compare,"
+                                                 " /api/query and /api/compare (to start or cancel a solve)")
         return PlainTextResponse(text, status_code=status)
 
     async def server_error(request: Request, exc: Exception) -> Response:
@@ -273,6 +378,9 @@ def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,
         Route("/api/query", json_route(api_query), methods=["GET"]),
         Route("/api/step", json_route(api_step), methods=["GET"]),
         Route("/api/coach", json_route(api_coach), methods=["GET"]),
+        *(Route(path, posting(None), methods=["POST"]) for path in ("/", "/coach", "/compare")),
+        Route("/api/query", posting(json_route(api_query)), methods=["POST"]),
+        Route("/api/compare", posting(json_route(api_compare)), methods=["POST"]),
     ]
     middleware = [Middleware(SecurityHeaders), Middleware(QueryLimits), Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or ["*"])]
     app = Starlette(routes=routes, middleware=middleware,

@@ -15,7 +15,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rules.charge_spark.config import RulesError, RuleSet, apply_overrides, differences_from_default, fingerprint
+from rules.charge_spark.config import (
+    RulesError,
+    RuleSet,
+    apply_overrides,
+    differences_from_default,
+    fingerprint,
+    with_one_set_per_key_hint,
+)
 from rules.charge_spark.game import ChargeSparkGame
 
 from ..certificate import CertificateStatus, certificate_status
@@ -41,8 +48,8 @@ def side_rules(settings: Sequence[str], side: str) -> RuleSet:
         raise ExploreInputError(f"{side}: too many items ({len(settings):,}; at most {MAX_SETTINGS})")
     try:
         return apply_overrides(RuleSet(), list(settings))
-    except RulesError as error:
-        raise ExploreInputError(f"{side}: {message(error)}") from None
+    except RulesError as error:  # `board=S*M health=1` in one box: says to give one item per key
+        raise ExploreInputError(f"{side}: {message(with_one_set_per_key_hint(error, settings))}") from None
 
 
 @dataclass(frozen=True)

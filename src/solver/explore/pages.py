@@ -17,8 +17,8 @@ from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from rules.charge_spark.cards import Card
-from rules.charge_spark.config import RuleSet, differences_from_default
+from rules.charge_spark.cards import BONUS_CARDS, Card
+from rules.charge_spark.config import CHOICES, MAX_BONUS_CARDS, RuleSet, differences_from_default
 from rules.charge_spark.state import Position
 
 from ..certificate import table_certificate
@@ -28,7 +28,7 @@ from .board_svg import board_svg
 from .coach import CoachGame, to_seat
 from .compare import USAGE_STATES, Side, compare_rows
 from .figures import stage_heat_map, strategy_bars, win_split
-from .rule_sets import rules_keys
+from .rule_sets import ASK_FIRST_STATES, SolveEstimate, rules_keys
 from .solves import SolveStatus
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -46,12 +46,49 @@ def link(explorer: Explorer, path: str, **params: str | int | None) -> str:
     return url(path, explorer.settings, **params)
 
 
+def fixed(x: float, digits: int) -> str:
+    """`x` to `digits` decimals, never "-0.00": a round-off below the last digit shows as 0."""
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
 @cache
 def _environment() -> Environment:
-    return Environment(
+    environment = Environment(
         loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"], default=True),
         undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     )
+    environment.filters["fixed"] = fixed
+    return environment
+
+
+@dataclass(frozen=True)
+class RulesField:
+    """One key of the rules form: a select of its `options` where the key takes one of a few (`CHOICES`), else
+    a text box as wide as its value."""
+
+    key: str
+    value: str
+    options: tuple[str, ...] = ()
+
+    @property
+    def size(self) -> int:
+        """The text box's width in characters: its whole value shows."""
+        return max(len(self.value) + 2, 6)
+
+    @property
+    def wide(self) -> bool:
+        """A box that takes the form's whole row (the title, the board): its value may be long."""
+        return self.key in ("name", "board") or self.size > 18
+
+
+def rules_form(rules: RuleSet) -> tuple[tuple[RulesField, ...], tuple[tuple[str, int], ...]]:
+    """The rules form's fields (every key `charge-spark rules` writes but `bonus_cards`, each enumerated one a
+    select, one-seat keys too) and each bonus card with its copies in the pile (checkboxes, with a count)."""
+    fields = tuple(RulesField(key, value, CHOICES.get(key.rsplit(".", 1)[-1], ()))
+                   for key, value in rules_keys(rules).items() if key != "bonus_cards")
+    pile = [card.label for card in rules.bonus_cards]
+    return fields, tuple((card.label, pile.count(card.label)) for card in BONUS_CARDS)
 
 
 @dataclass(frozen=True)
@@ -64,7 +101,8 @@ class Site:
     assumptions: tuple[tuple[str, str], ...]
     start_url: str
     settings: tuple[str, ...]  # the `set=` items of this rule set, over the rules the explorer started with
-    rules_form: tuple[tuple[str, str], ...]  # every rules key and its value, as `--set` writes it
+    rules_form: tuple[RulesField, ...]  # every rules key but the bonus pile, its value as `--set` writes it
+    bonus: tuple[tuple[str, int], ...]  # each bonus card and its copies in the pile (0: none)
     started_url: str  # this position under the rules the explorer started with
 
 
@@ -82,15 +120,16 @@ def site(explorer: Explorer, answered: Answered | None = None, here: str | None 
         status = table_certificate(result)
         assumptions.append(("certificate", f"largest exploitability over all {result.table_states:,} states of the"
                                            f" table {result.table_max_exploitability:.1e}: {status.mark}"))
+    fields, bonus = rules_form(rules)
     return Site(rules.name or "(unnamed)", explorer.fingerprint, " ".join(differences_from_default(rules)) or "none",
                 tuple(assumptions), link(explorer, "/", position="start"), explorer.settings,
-                tuple(rules_keys(rules).items()), url("/", position=here or "start"))
+                fields, bonus, url("/", position=here or "start"))
 
 
 def _render(template: str, explorer: Explorer, *, box: str, here: str | None, answered: Answered | None = None,
             error: str | None = None, **context) -> str:
     return _environment().get_template(template).render(
-        site=site(explorer, answered, here), box=box, error=error, here=here or "start",
+        site=site(explorer, answered, here), box=box, error=error, here=here or "start", bonus_max=MAX_BONUS_CARDS,
         json_url=link(explorer, "/api/query", position=here or "start"), **context,
     )
 
@@ -224,11 +263,18 @@ def error_page(explorer: Explorer, message: str, box: str) -> str:
 
 
 def _figure(x: float | None, unit: str, signed: bool = False) -> str:
+    """A figure of the comparison: a share as a percentage, a difference of shares in points, turns as they
+    are; a difference that rounds to nothing is "0.00" (never "-0.00 pt" or "+0.00")."""
     if x is None:
         return "n/a"
+    shown = x if unit == "turns" else 100 * x
+    if f"{abs(shown):.2f}" == "0.00":
+        if signed:
+            return "0.00"
+        shown = 0.0  # a share of -1e-17 (round-off) is 0.00%
     if unit == "turns":
-        return f"{x:+.2f}" if signed else f"{x:.2f}"
-    return f"{100 * x:+.2f} pt" if signed else f"{100 * x:.2f}%"
+        return f"{shown:+.2f}" if signed else f"{shown:.2f}"
+    return f"{shown:+.2f} pt" if signed else f"{shown:.2f}%"
 
 
 def compare_page(sides: Sequence[tuple[str, Sequence[str]]], compared: tuple[Side, Side] | None,
@@ -268,8 +314,10 @@ def _duration(seconds: float | None) -> str:
     return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
 
 
-def solving_page(waiting: Sequence[tuple[str, SolveStatus, int]], started_url: str) -> str:
-    """The page of tables being solved: each one's progress; it looks again by itself (a meta refresh)."""
+def solving_page(waiting: Sequence[tuple[str, SolveStatus, int]], started_url: str, action: str = "/",
+                 token: str = "") -> str:
+    """The page of tables being solved: each one's progress and a Cancel button (a form POSTing `do=cancel`
+    and the token to `action`, the page's own address); it looks again by itself (a meta refresh)."""
     solves = []
     for label, status, ahead in waiting:
         p = status.progress
@@ -287,4 +335,14 @@ def solving_page(waiting: Sequence[tuple[str, SolveStatus, int]], started_url: s
         })
     title = " / ".join(s["fingerprint"] for s in solves)
     return _environment().get_template("solving.html.j2").render(
-        solves=solves, started_url=started_url, refresh=SOLVING_REFRESH, title=title, error=None)
+        solves=solves, started_url=started_url, refresh=SOLVING_REFRESH, title=title, error=None, action=action,
+        token=token)
+
+
+def asking_page(estimates: Sequence[SolveEstimate], started_url: str, action: str, token: str) -> str:
+    """The page of tables not stored whose solve a GET does not start: each one's estimated states, time and
+    memory, and one "Solve" button (a form POSTing `do=solve` and the token to `action`, the page's address)."""
+    title = " / ".join(e.fingerprint for e in estimates)
+    return _environment().get_template("asking.html.j2").render(
+        estimates=estimates, started_url=started_url, title=title, error=None, action=action, token=token,
+        threshold=ASK_FIRST_STATES)

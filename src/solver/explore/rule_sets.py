@@ -3,7 +3,10 @@ one a request names with `set=KEY=VALUE` items on top of it (read exactly as
 `--set`, by `apply_overrides`). Each has its own `Explorer`; the latest few
 are kept. A rule set whose table the cache does not hold is solved in the
 background (`solves`); until it is stored, asking for it raises
-`TableNotReady` with where its solve stands.
+`TableNotReady` with where its solve stands. A plain request never starts a
+solve past `ASK_FIRST_STATES` (nor one cancelled): it raises `SolveNotAsked`
+with the solve's estimated states, time and memory, and only a request that
+asks for the solve (`start=True`: a POST) starts it.
 
 A rule set's values reach the rules parser and nothing else: no shell, no
 path. The table of a rule set is found in the cache by its fingerprint.
@@ -14,12 +17,23 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from rules.charge_spark.config import RuleSet, apply_overrides, canonical_mapping, fingerprint
+from rules.charge_spark.config import (
+    RulesError,
+    RuleSet,
+    apply_overrides,
+    canonical_mapping,
+    differences_from_default,
+    fingerprint,
+    with_one_set_per_key_hint,
+)
 from rules.charge_spark.game import ReferenceChargeSparkGame
 from rules.charge_spark.state import initial_position
 
+from ..answering import solve_time_text
+from ..core.resources import layered_bytes_per_state
 from ..core.table_file import table_path
 from ..storage import default_cache_dir
 from ..tables import stored_part
@@ -28,6 +42,9 @@ from .solves import BackgroundSolves, SolveStatus, refuse_unbounded, too_large_f
 
 MAX_SETTINGS = 64
 """`set=` items one request may give (a rule set has about 35 keys)."""
+ASK_FIRST_STATES = 1_000_000
+"""Estimated states past which a table is solved only when a request asks for it (the "Solve" button, a
+POST): a plain GET of a rule set this large shows the estimate instead of starting minutes of work."""
 KEPT_RULE_SETS = 4
 """Rule sets whose `Explorer` (and the answers it remembers, up to tens of megabytes) is kept besides the one
 started with."""
@@ -47,6 +64,53 @@ class TableNotReady(Exception):
         answer: dict = {"status": status.state, "progress": status.as_json(ahead)}
         if first:
             answer["sides"] = {side: {"status": s.state, "progress": s.as_json(n)} for side, s, n in self.waiting}
+        return answer
+
+
+@dataclass(frozen=True)
+class SolveEstimate:
+    """What the solve of a rule set's table not stored would take, said before it is started."""
+
+    label: str  # "" alone, "a" or "b" in a comparison
+    fingerprint: str
+    changed: str  # the keys that differ from the printed rules
+    states: float
+    memory_bytes: float
+    cancelled: bool  # its last solve was cancelled (the cache is as it was before it)
+
+    @property
+    def time_text(self) -> str:
+        """'about 4 min': at the pace `query` foretells (one worker may take longer)."""
+        return solve_time_text(self.states)
+
+    @property
+    def memory_text(self) -> str:
+        return f"{self.memory_bytes / 1e9:,.1f} GB" if self.memory_bytes >= 1e8 else f"{self.memory_bytes / 1e6:,.0f} MB"
+
+    def as_json(self) -> dict:
+        return {"fingerprint": self.fingerprint, "changed": self.changed, "estimated_states": round(self.states),
+                "estimated_time": self.time_text, "estimated_memory_bytes": round(self.memory_bytes),
+                "cancelled": self.cancelled}
+
+
+class SolveNotAsked(Exception):
+    """Tables not stored whose solve a plain request does not start (past `ASK_FIRST_STATES`, or cancelled):
+    each one's `SolveEstimate`."""
+
+    def __init__(self, estimates: list[SolveEstimate]) -> None:
+        super().__init__("the table is not stored, and its solve has not been asked for")
+        self.estimates = estimates
+
+    def as_json(self) -> dict:
+        """The API's 409: what each solve would take, and how to start it."""
+        first = self.estimates[0]
+        why = "was cancelled" if first.cancelled else f"is about {round(first.states):,} states ({first.time_text})"
+        answer: dict = {"status": "cancelled" if first.cancelled else "not started",
+                        "error": f"the table of these rules [{first.fingerprint}] is not stored and its solve {why}:"
+                                 " POST this address to start it",
+                        "estimate": first.as_json()}
+        if first.label:
+            answer["sides"] = {e.label: e.as_json() for e in self.estimates}
         return answer
 
 
@@ -85,15 +149,19 @@ class RuleSets:
         """`base`'s rules with `settings` applied as `--set` applies them (`RulesError` with its message)."""
         if len(settings) > MAX_SETTINGS:
             raise ExploreInputError(f"too many set= items ({len(settings):,}; at most {MAX_SETTINGS})")
-        return apply_overrides(self.base.rules, list(settings))
+        try:
+            return apply_overrides(self.base.rules, list(settings))
+        except RulesError as error:  # `set=board=S*M health=1`: says to give one item per key
+            raise with_one_set_per_key_hint(error, settings) from None
 
-    def explorer(self, settings: Sequence[str]) -> Explorer:
+    def explorer(self, settings: Sequence[str], start: bool = False) -> Explorer:
         """The `Explorer` of the rule set `settings` make (`TableNotReady` while its table is solved)."""
-        return self.explorer_for(self.rules(settings))
+        return self.explorer_for(self.rules(settings), start=start)
 
-    def explorer_for(self, rules: RuleSet, label: str = "") -> Explorer:
+    def explorer_for(self, rules: RuleSet, label: str = "", start: bool = False) -> Explorer:
         """The `Explorer` of `rules` if its table is stored; else its solve is queued (if it is not yet) and
-        `TableNotReady` says where it stands; `TooLargeError` at once for a table too large to solve."""
+        `TableNotReady` says where it stands; `TooLargeError` at once for a table too large to solve.
+        Unless `start`, a solve past `ASK_FIRST_STATES`, or one cancelled, is not queued: `SolveNotAsked`."""
         key = (fingerprint(rules), rules.name)
         if key == (self.base.fingerprint, self.base.rules.name):
             return self.base
@@ -107,7 +175,11 @@ class RuleSets:
             # for the length and stalls a query reads: the answer waits for the whole job.
             raise TableNotReady([(label, running, self.solves.ahead_of(key[0]))])
         if not self.is_stored(rules):
-            status = self.solves.request(rules)
+            estimate = too_large_for_memory(rules)
+            cancelled = running is not None and running.state == "cancelled"
+            if not start and (cancelled or estimate > ASK_FIRST_STATES):
+                raise SolveNotAsked([self.estimate(rules, label, estimate, cancelled)])
+            status = self.solves.request(rules, estimate)
             if status.state == "failed":
                 self.solves.forget(key[0])  # said once: asking again starts another solve
                 raise ExploreInputError(f"the solve of these rules [{key[0]}] failed: {status.error}")
@@ -121,6 +193,23 @@ class RuleSets:
             while len(self._explorers) > KEPT_RULE_SETS:
                 self._explorers.popitem(last=False)
         return explorer
+
+    @staticmethod
+    def estimate(rules: RuleSet, label: str, states: float, cancelled: bool = False) -> SolveEstimate:
+        """What solving `rules`' table (about `states` states) would take."""
+        return SolveEstimate(label, fingerprint(rules), " ".join(differences_from_default(rules)) or "none",
+                             states, states * layered_bytes_per_state(), cancelled)
+
+    def start(self, rules: RuleSet) -> None:
+        """Queue the solve of `rules`' table unless it is stored (a POST asked for it); `TooLargeError` at
+        once when it would not fit in memory."""
+        key = fingerprint(rules)
+        if (key, rules.name) == (self.base.fingerprint, self.base.rules.name) or self.is_stored(rules):
+            return
+        status = self.solves.request(rules)
+        if status.state == "failed":  # a failure said before: asked again, it starts again
+            self.solves.forget(key)
+            self.solves.request(rules)
 
     def is_stored(self, rules: RuleSet) -> bool:
         """Whether the cache holds the table of `rules` (a few blocks of it read)."""

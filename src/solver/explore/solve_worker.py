@@ -1,6 +1,7 @@
 """What the explorer's worker process runs: each rule set taken from its
 job queue solved and stored, as `solve` stores it, with its progress sent
-back to the server (`solves.BackgroundSolves`) as the solve goes."""
+back to the server (`solves.BackgroundSolves`) as the solve goes. The server
+hands it one job at a time, and cancels the running one by ending it."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ..core.lifetime import die_with_parent
 from ..core.resources import FOLLOW_PLAY_BYTES_PER_STATE, states_that_fit
 from ..core.table_file import table_path
 from ..storage import default_cache_dir
-from ..tables import resume_dir_of, solved_table
+from ..tables import solved_table
 from ..user_errors import USER_ERRORS, one_line
 
 REPORT_EVERY = 0.5
@@ -36,10 +37,7 @@ def solve_tables(jobs: Any, reports: Any, cache_dir: str | None) -> None:
             return
         key, rules = job
         path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
-        resume = resume_dir_of(path)
-        before = {"path": str(path), "lock": path.with_name(f".{path.name}.lock").exists(),
-                  "resume": resume.exists(), "resume_parent": resume.parent.exists(), "cache": path.parent.exists()}
-        reports.put(("started", key, before))
+        reports.put(("started", key, None))  # what the cache held before, the server noted as it gave the job
         try:
             with reporting_progress(lambda progress, key=key: reports.put(("progress", key, progress))):
                 table = solved_table(rules, cache_dir, workers=1)

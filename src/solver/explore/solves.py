@@ -29,7 +29,7 @@ from rules.charge_spark.config import RuleSet, differences_from_default, fingerp
 from rules.charge_spark.size import estimate_reachable
 
 from ..core.resources import layered_bytes_per_state, states_that_fit
-from ..tables import resume_dir_of
+from ..storage import default_cache_dir
 from .answers import ExploreInputError
 from .solve_worker import solve_tables
 
@@ -103,19 +103,20 @@ def too_large_for_memory(rules: RuleSet) -> float:
 
 
 class BackgroundSolves:
-    """One worker process solving the tables asked for, in order. Safe to share between threads."""
+    """One worker process solving the tables asked for, in order, one job handed to it at a time (so a queued
+    solve can be cancelled by dropping it, and the running one by ending the worker). Safe to share between
+    threads."""
 
     def __init__(self, cache_dir: str | None) -> None:
         self.cache_dir = cache_dir
         self._lock = threading.Lock()
         self._statuses: dict[str, SolveStatus] = {}
         self._order: list[str] = []  # fingerprints queued or solving, in order
+        self._rules: dict[str, RuleSet] = {}  # the rules of each of them
         self._context = multiprocessing.get_context("spawn")  # no server threads or sockets copied into it
-        self._jobs: Any = None
-        self._reports: Any = None
-        self._worker: Any = None
-        self._reader: threading.Thread | None = None
-        self._current: tuple[str, dict] | None = None  # the job being solved and what the cache held before it
+        self._worker: _Worker | None = None
+        self._current: tuple[str, set[str]] | None = None  # the job the worker has, and its cache entries before it
+        self._cleaning: set[str] = set()  # jobs ended whose writes are being removed: not handed out meanwhile
         self._stopping = False
 
     def status(self, key: str) -> SolveStatus | None:
@@ -127,15 +128,16 @@ class BackgroundSolves:
         with self._lock:
             return self._order.index(key) if key in self._order else 0
 
-    def request(self, rules: RuleSet) -> SolveStatus:
+    def request(self, rules: RuleSet, estimate: float | None = None) -> SolveStatus:
         """The status of the solve of `rules`' table, queued now if it is not yet (`TooLargeError` at once,
-        nothing queued or written, when it would not fit in memory)."""
+        nothing queued or written, when it would not fit in memory). `estimate`: its states, if known."""
         key = fingerprint(rules)
         with self._lock:
             known = self._statuses.get(key)
             if known is not None and known.state in ("queued", "solving", "failed"):
                 return known
-        estimate = too_large_for_memory(rules)
+        if estimate is None:
+            estimate = too_large_for_memory(rules)
         with self._lock:
             if self._stopping:
                 raise TooLargeError("the explorer is stopping: no solve is started")
@@ -146,8 +148,8 @@ class BackgroundSolves:
                                  {"phase": "queued"})
             self._statuses[key] = status
             self._order.append(key)
-            self._start_worker()
-            self._jobs.put((key, rules))
+            self._rules[key] = rules
+            self._dispatch()
             return status
 
     def forget(self, key: str) -> None:
@@ -157,39 +159,75 @@ class BackgroundSolves:
             if status is not None and status.state in ("stored", "failed"):
                 del self._statuses[key]
 
-    def _start_worker(self) -> None:
-        if self._worker is not None:
-            return
-        self._jobs = self._context.Queue()
-        self._reports = self._context.Queue()
-        self._worker = self._context.Process(target=solve_tables, args=(self._jobs, self._reports, self.cache_dir),
-                                             name="charge-spark explore solver", daemon=True)
-        self._worker.start()
-        self._reader = threading.Thread(target=self._read_reports, name="solve reports", daemon=True)
-        self._reader.start()
+    def cancel(self, key: str) -> bool:
+        """Cancel the solve of `key`: dropped from the queue, or, running, its worker ended and what it had
+        written to the cache removed, so the cache is as it was before it; the next solve goes on in a new
+        worker. Its status says "cancelled" (a page then asks before solving it again). False: it was not
+        queued or solving."""
+        with self._lock:
+            status = self._statuses.get(key)
+            if status is None or status.state not in ("queued", "solving") or key not in self._order:
+                return False
+            self._order.remove(key)
+            self._rules.pop(key, None)
+            status.state, status.error, status.progress = "cancelled", None, {"phase": "cancelled"}
+            running = self._current is not None and self._current[0] == key
+            if not running:
+                return True
+            worker, self._worker = self._worker, None
+            current, self._current = self._current, None
+            self._cleaning.add(key)
+        try:
+            if worker is not None:
+                worker.end()
+            assert current is not None
+            self._restore(*current)
+        finally:
+            with self._lock:
+                self._cleaning.discard(key)
+                self._dispatch()
+        return True
 
-    def _read_reports(self) -> None:
-        worker, reports = self._worker, self._reports
-        while not self._stopping:
+    def _cache(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir else default_cache_dir()
+
+    def _dispatch(self) -> None:
+        """Hand the next queued job to the worker (started if need be) when it has none. Under `_lock`."""
+        if self._current is not None or self._stopping:
+            return
+        key = next((k for k in self._order if k not in self._cleaning), None)
+        if key is None:
+            return
+        if self._worker is None:
+            self._worker = _Worker.started(self._context, self.cache_dir)
+            threading.Thread(target=self._read_reports, args=(self._worker,), name="solve reports",
+                             daemon=True).start()
+        self._current = (key, cache_entries(self._cache(), key))
+        self._worker.jobs.put((key, self._rules[key]))
+
+    def _read_reports(self, worker: _Worker) -> None:
+        while True:
+            with self._lock:
+                if self._stopping or self._worker is not worker:
+                    return
             try:
-                report = reports.get(timeout=1.0)
+                report = worker.reports.get(timeout=1.0)
             except queue.Empty:
-                if not worker.is_alive() and not self._stopping:
+                if not worker.process.is_alive():
                     self._worker_lost(worker)
                     return
                 continue
-            except (EOFError, OSError, ValueError):  # the channel closed: the server is stopping
+            except (EOFError, OSError, ValueError):  # the channel closed: the worker was ended
                 return
-            self._take(report)
+            self._take(report, worker)
 
-    def _take(self, report: tuple) -> None:
+    def _take(self, report: tuple, worker: _Worker) -> None:
         kind, key, detail = report
         with self._lock:
             status = self._statuses.get(key)
-            if status is None:
-                return
+            if self._worker is not worker or status is None or status.state not in ("queued", "solving"):
+                return  # from a worker ended since, or of a solve cancelled
             if kind == "started":
-                self._current = (key, detail)
                 status.state = "solving"
                 status.progress = {"phase": "starting"}
             elif kind == "progress":
@@ -198,62 +236,105 @@ class BackgroundSolves:
                 self._current = None
                 if key in self._order:
                     self._order.remove(key)
+                self._rules.pop(key, None)
                 status.state = "stored" if kind == "stored" else "failed"
                 status.error = detail if kind == "failed" else None
+                self._dispatch()
 
-    def _worker_lost(self, worker: Any) -> None:
-        """The worker ended by itself (killed for memory, say): its solves fail, a new one takes the next."""
+    def _worker_lost(self, worker: _Worker) -> None:
+        """The worker ended by itself (killed for memory, say): its solve fails, a new one takes the next."""
         with self._lock:
-            for key in self._order:
-                self._statuses[key].state = "failed"
-                self._statuses[key].error = f"the solving process ended unexpectedly (exit code {worker.exitcode})"
-            self._order.clear()
+            if self._worker is not worker:
+                return
             self._worker = None
-        self._clean_unfinished(worker.pid)
+            current, self._current = self._current, None
+            if current is not None:
+                key = current[0]
+                if key in self._order:
+                    self._order.remove(key)
+                self._rules.pop(key, None)
+                self._statuses[key].state = "failed"
+                self._statuses[key].error = (f"the solving process ended unexpectedly (exit code"
+                                             f" {worker.process.exitcode})")
+                self._cleaning.add(key)
+        worker.end()
+        if current is not None:
+            try:
+                self._restore(*current)
+            finally:
+                with self._lock:
+                    self._cleaning.discard(current[0])
+                    self._dispatch()
 
     def stop(self) -> None:
         """End the worker (its solve unfinished) and leave the cache as it was before that solve."""
         with self._lock:
             self._stopping = True
-            worker = self._worker
-        if worker is None:
-            return
-        if worker.is_alive():
-            worker.terminate()
-            worker.join(STOP_WAIT)
-            if worker.is_alive():
-                worker.kill()
-                worker.join()
-        if self._reader is not None:
-            self._reader.join(5.0)
-        while True:  # what the worker said before it ended: the solve it had started, say
-            try:
-                self._take(self._reports.get(timeout=0.1))
-            except (queue.Empty, EOFError, OSError, ValueError):
-                break
-        self._clean_unfinished(worker.pid)
-        for channel in (self._jobs, self._reports):
+            worker, self._worker = self._worker, None
+            current, self._current = self._current, None
+        if worker is not None:
+            worker.end()
+        if current is not None:
+            self._restore(*current)
+
+    def _restore(self, key: str, before: set[str]) -> None:
+        """Remove what a solve of `key` ended unfinished had added to the cache (`before`: its entries then)."""
+        cache = self._cache()
+        added = sorted(cache_entries(cache, key) - before, key=lambda entry: entry.count("/"), reverse=True)
+        for entry in added:
+            path = cache / entry if entry else cache
+            with contextlib.suppress(OSError):
+                if path.is_dir() and not path.is_symlink():
+                    if key in path.name:
+                        shutil.rmtree(path, ignore_errors=True)
+                    else:
+                        path.rmdir()  # a directory the solve made (resume, analysis, the cache): if empty
+                else:
+                    path.unlink()
+
+
+CACHE_FOLDERS = ("", "resume", "analysis")
+"""The folders of the cache a solve may create: the cache itself, its kept ranks' and its results'."""
+
+
+def cache_entries(cache: Path, key: str) -> set[str]:
+    """What the cache holds of the table `key` (paths relative to `cache`, "" the cache itself): its file,
+    lock and temporary files, its kept ranks, its kept results, and which of `CACHE_FOLDERS` exist."""
+    found = {folder for folder in CACHE_FOLDERS if (cache / folder).is_dir()}
+    for folder in ("", "analysis"):
+        with contextlib.suppress(OSError):
+            found |= {str(Path(folder) / p.name) for p in (cache / folder).iterdir() if key in p.name}
+    ranks = cache / "resume" / key
+    with contextlib.suppress(OSError):
+        if ranks.is_dir():
+            found |= {str(p.relative_to(cache)) for p in [ranks, *ranks.rglob("*")]}
+    return found
+
+
+@dataclass
+class _Worker:
+    """The worker process and its two channels: jobs to it, reports from it."""
+
+    process: Any
+    jobs: Any
+    reports: Any
+
+    @classmethod
+    def started(cls, context: Any, cache_dir: str | None) -> _Worker:
+        jobs, reports = context.Queue(), context.Queue()
+        process = context.Process(target=solve_tables, args=(jobs, reports, cache_dir),
+                                  name="charge-spark explore solver", daemon=True)
+        process.start()
+        return cls(process, jobs, reports)
+
+    def end(self) -> None:
+        """End the process (told first, killed after `STOP_WAIT` s) and close its channels."""
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(STOP_WAIT)
+            if self.process.is_alive():
+                self.process.kill()
+                self.process.join()
+        for channel in (self.jobs, self.reports):
             channel.close()
             channel.cancel_join_thread()
-
-    def _clean_unfinished(self, pid: int) -> None:
-        """Remove what the unfinished solve of the worker `pid` had added to the cache."""
-        with self._lock:
-            current, self._current = self._current, None
-        if current is None:
-            return
-        _, before = current
-        path = Path(before["path"])
-        tmp = path.with_name(f".{path.name}.{pid}.tmp")
-        tmp.unlink(missing_ok=True)
-        if not before["lock"]:
-            path.with_name(f".{path.name}.lock").unlink(missing_ok=True)
-        resume = resume_dir_of(path)
-        if not before["resume"]:
-            shutil.rmtree(resume, ignore_errors=True)
-        if not before["resume_parent"]:
-            with contextlib.suppress(OSError):
-                resume.parent.rmdir()
-        if not before["cache"]:
-            with contextlib.suppress(OSError):
-                path.parent.rmdir()
