@@ -16,6 +16,7 @@ import pytest
 
 from rules.charge_spark.cards import Card as C
 from rules.charge_spark.config import (
+    RulesError,
     RuleSet,
     apply_overrides,
     canonical_mapping,
@@ -207,6 +208,15 @@ def test_where_the_seats_differ_a_cards_cost_needs_its_seat():
     assert legal_cards(RuleSet(), player()) == legal_cards(RuleSet(), player(), 1)
 
 
+def test_the_wild_game_refuses_seats_that_play_differently():
+    """Its P2 bounds are read off seat-swapped positions: that needs seats that play alike."""
+    from rules.charge_spark.wild import WildGame
+
+    with pytest.raises(RulesError, match="one-seat keys: p1.damage.spark=2"):
+        WildGame(apply_overrides(RuleSet(), [*BASE, "p1.damage.spark=2"]))
+    WildGame(apply_overrides(RuleSet(), [*BASE, "p1.start_battery=1"]))  # a start key changes no turn
+
+
 # ------------------------------------------------------------------ solving
 
 
@@ -216,6 +226,15 @@ def test_a_one_seat_rule_set_is_solved_unfolded():
     assert game.swap(result.states[:3]) is None
     assert result.method == LAYERED_METHOD
     assert solved()[3].method == FOLDED_METHOD
+
+
+def test_one_seat_start_keys_keep_the_turn_rules_symmetric():
+    """A start key for one seat changes no turn: the seat swap stays (the solver
+    folds only from a start that is its own twin, which this one is not)."""
+    rules, game, root, result = solved(FAVOURS_P1["P1 starts with 3 Battery"])
+    assert not rules.is_seat_symmetric and rules.seats_play_alike
+    assert game.swap(np.array([root]))[0] != root and result.method == LAYERED_METHOD
+    assert not apply_overrides(RuleSet(), ["p1.damage.spark=2"]).seats_play_alike
 
 
 @pytest.mark.parametrize("change", FAVOURS_P1.values(), ids=FAVOURS_P1.keys())

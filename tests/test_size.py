@@ -40,6 +40,9 @@ def exact_count(rules: RuleSet, position=None) -> int:
     ("board=S*M", "health=1", "bonus_cards=ray", "contested_draw=nobody"),
     ("board=S.M", "health=3", "damage.lightning=3", "recovery=battery"),
     ("board=SM", "health=4", "damage.spark=2", "counter_reflect=3", "clash=difference"),
+    # One-seat keys: each player followed by its own seat's numbers.
+    ("board=S.M", "health=3", "p1.damage.lightning=3", "p2.cost.spark.battery=0", "p2.start_battery=1"),
+    ("board=S*M", "health=1", "bonus_cards=ray,recovery", "p1.recovery=battery", "p2.barrier_reduce=0"),
 ])
 def test_estimate_is_within_the_stated_factor_of_the_exact_count(overrides):
     rules = rules_with(*overrides)

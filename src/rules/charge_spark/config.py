@@ -55,6 +55,8 @@ SEAT_KEYS: tuple[str, ...] = (
 cards cost, deal and do. The rest (the board, Health and the tiles, which fix
 the state encoding, the bonus pile and the shared rulings) are both players'."""
 SEAT_SCALARS: tuple[str, ...] = SEAT_KEYS[:5]
+START_KEYS: tuple[str, ...] = ("start_battery", "start_disc")
+"""The per-seat keys that only set up the start: they change no turn."""
 
 # Top-level keys of a rule file / canonical mapping, in output order.
 KEYS: tuple[str, ...] = (
@@ -205,6 +207,13 @@ class RuleSet:
         """Whether both players play by the same numbers (no one-seat key), so
         that swapping the seats maps the game onto itself."""
         return not self.p1 and not self.p2
+
+    @property
+    def seats_play_alike(self) -> bool:
+        """Whether both players' cards cost, deal and do the same, whatever each
+        starts with: a turn is then the same seen from either seat (the turn
+        rules are symmetric), though the start need not be its own twin."""
+        return all(atom in START_KEYS for atom, _ in (*self.p1, *self.p2))
 
     def seats_swapped(self) -> RuleSet:
         """The mirror rule set: each seat's own numbers given to the other seat."""

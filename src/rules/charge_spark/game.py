@@ -137,8 +137,10 @@ class ChargeSparkGame:
     def swap(self, codes: np.ndarray) -> np.ndarray | None:
         """The seat-swapped codes; None where a one-seat key makes the seats
         play by different numbers: the game is then not symmetric between
-        them, and is solved unfolded, as a restricted game is."""
-        if not self.rules.is_seat_symmetric:
+        them, and is solved unfolded, as a restricted game is. (One-seat start
+        keys change no turn: the game stays symmetric, its start is not its
+        own twin, and the solver folds only from starts that are.)"""
+        if not self.rules.seats_play_alike:
             return None
         players = self.codec.players
         codes = np.asarray(codes, dtype=np.int64)

@@ -199,7 +199,7 @@ def estimate_reachable(rules: RuleSet, position: Position | None = None) -> floa
     """About how many non-terminal states are reachable from `position` (default:
     the start) under `rules`, never fewer: see the module text for how and how well."""
     position = initial_position(rules) if position is None else position
-    solos = [_SoloPlay(rules, 0), _SoloPlay(rules, 1) if not rules.is_seat_symmetric else None]
+    solos = [_SoloPlay(rules, 0), _SoloPlay(rules, 1) if not rules.seats_play_alike else None]
 
     def most_held(player: PlayerState) -> int:
         ahead = sum(rules.is_star(q) for q in range(player.progress + 1, rules.moves_to_moon))
@@ -224,7 +224,7 @@ def estimate_reachable(rules: RuleSet, position: Position | None = None) -> floa
         return counts
 
     first = counts_for(position.p1, most_held(position.p2), 0)
-    same = position.p2 == position.p1 and rules.is_seat_symmetric
+    same = position.p2 == position.p1 and rules.seats_play_alike
     second = first if same else counts_for(position.p2, most_held(position.p1), 1)
     return 1.0 + _pairs(first, second, Counter(rules.bonus_cards))
 

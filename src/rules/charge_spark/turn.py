@@ -66,9 +66,10 @@ class Interaction:
 
 def seat_numbers(rules: RuleSet, seat: int | None) -> SeatRules:
     """The numbers player `seat + 1` plays by. `seat` may be None only where both
-    seats play by the same numbers (a ValueError otherwise: the answer would be a guess)."""
+    seats' cards cost, deal and do the same (a ValueError otherwise: the answer
+    would be a guess); its start keys are then P1's."""
     if seat is None:
-        if not rules.is_seat_symmetric:
+        if not rules.seats_play_alike:
             raise ValueError("these rules give the two players different numbers: say which seat (0: P1, 1: P2)")
         seat = 0
     return rules.seat(seat)

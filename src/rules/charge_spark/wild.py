@@ -89,11 +89,11 @@ class WildGame:
     unending_payoff = ChargeSparkGame.unending_payoff
 
     def __init__(self, rules: RuleSet) -> None:
-        if not rules.is_seat_symmetric:
-            # P2's bounds are read off the seat-swapped position: that needs both seats alike.
-            raise RulesError("the wild game (hidden cards' bounds) needs rules the same for both players; "
-                             "these have one-seat keys: " + " ".join(k for k in differences_from_default(rules)
-                                                                     if k.startswith(("p1.", "p2."))))
+        if not rules.seats_play_alike:
+            # P2's bounds are read off the seat-swapped position: that needs both seats to play alike.
+            raise RulesError("the wild game (hidden cards' bounds) needs cards that cost, deal and do the same "
+                             "for both players; these rules have one-seat keys: "
+                             + " ".join(k for k in differences_from_default(rules) if k.startswith(("p1.", "p2."))))
         self.rules = rules
         self.open = ChargeSparkGame(rules)
         self.max_unseen = len(rules.bonus_cards)
