@@ -972,7 +972,7 @@ def test_a_get_of_a_large_rule_set_shows_the_estimate_and_starts_nothing(tiny, a
     solves = tiny.client.app.state.rule_sets.solves
     before = cache_listing(tiny.cache_dir)
     page = tiny.client.get("/", params={"position": "start", "set": item})
-    assert page.status_code == 409
+    assert page.status_code == 200  # a page to act on (the API: 409)
     from rules.charge_spark.size import estimate_reachable
 
     states = round(estimate_reachable(rules))
@@ -989,7 +989,7 @@ def test_a_get_of_a_large_rule_set_shows_the_estimate_and_starts_nothing(tiny, a
     assert api.json()["status"] == "not started" and api.json()["estimate"]["estimated_states"] == states
     assert "\n" not in api.json()["error"] and "POST" in api.json()["error"]
     compared = tiny.client.get("/compare", params=sides(TINY, [*TINY, item]))
-    assert compared.status_code == 409 and 'id="estimate-b"' in compared.text and 'id="estimate-a"' not in compared.text
+    assert compared.status_code == 200 and 'id="estimate-b"' in compared.text and 'id="estimate-a"' not in compared.text
     assert solves.status(key) is None  # nothing queued
     assert cache_listing(tiny.cache_dir) == before
     # The rules the explorer started with, and tables stored, are answered as ever.
@@ -1061,7 +1061,7 @@ def test_cancelling_a_solve_stops_its_worker_and_leaves_the_cache_as_it_was(tiny
     assert [name for name in cache_listing(tiny.cache_dir) if keys[0] in name and name not in before]
     cancelled = tiny.client.post(cancel.group(1).replace("&amp;", "&"),
                                  data={"do": "cancel", "fingerprint": keys[0], "token": token_of(progress_page.text)})
-    assert cancelled.status_code == 409 and "its solve was cancelled" in cancelled.text  # asked before it starts again
+    assert cancelled.status_code == 200 and "its solve was cancelled" in cancelled.text  # asked before it starts again
     assert not worker.is_alive()
     assert solves.status(keys[0]).state == "cancelled"
     assert {name for name in cache_listing(tiny.cache_dir) if keys[0] in name} == {n for n in before if keys[0] in n}
@@ -1086,7 +1086,7 @@ def test_cancelling_a_queued_solve_drops_it_and_a_stale_cancel_changes_nothing(t
     assert response.status_code == 409 and response.json()["status"] == "cancelled"
     assert solves.status(key).state == "cancelled" and key not in solves._order
     stale = tiny.client.post("/", params={"set": queued}, data={"do": "cancel", "fingerprint": key, "token": token})
-    assert stale.status_code == 409  # nothing to cancel any more: the page as it is
+    assert stale.status_code == 200 and "its solve was cancelled" in stale.text  # nothing to cancel any more: the page as it is
     wrong = tiny.client.post("/", params={"set": queued}, data={"do": "cancel", "fingerprint": "0" * 12, "token": token})
     assert wrong.status_code == 400 and "no solve of rules [000000000000] on this page" in wrong.text
     lasting_key = fingerprint(apply_overrides(tiny.rules, [lasting]))

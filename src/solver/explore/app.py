@@ -153,9 +153,10 @@ def waiting_page(waiting: TableNotReady, request: Request, token: str) -> HTMLRe
 
 
 def asked_page(asked: SolveNotAsked, request: Request, token: str) -> HTMLResponse:
-    """The page of tables whose solve a GET does not start (409): what each would take, and "Solve"."""
+    """The page of tables whose solve a GET does not start: what each would take, and "Solve" (200: a page
+    to act on; the API answers 409)."""
     return HTMLResponse(asking_page(asked.estimates, started_url=url("/", position="start"), action=here(request),
-                                    token=token), status_code=409)
+                                    token=token))
 
 
 def create_app(started: Explorer, allowed_hosts: Sequence[str] | None = None,

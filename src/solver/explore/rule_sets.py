@@ -32,7 +32,8 @@ from rules.charge_spark.config import (
 from rules.charge_spark.game import ReferenceChargeSparkGame
 from rules.charge_spark.state import initial_position
 
-from ..answering import solve_time_text
+from ..answering import SOLVE_RATE
+from ..core.progress import rounded_duration
 from ..core.resources import layered_bytes_per_state
 from ..core.table_file import table_path
 from ..storage import default_cache_dir
@@ -45,6 +46,10 @@ MAX_SETTINGS = 64
 ASK_FIRST_STATES = 1_000_000
 """Estimated states past which a table is solved only when a request asks for it (the "Solve" button, a
 POST): a plain GET of a rule set this large shows the estimate instead of starting minutes of work."""
+EXPLORER_SOLVE_RATE = SOLVE_RATE / 2
+"""States a second at which the explorer foretells a background solve's time: its worker solves on one
+core, and `SOLVE_RATE` was measured by `solve` on two (an assumption, not a measurement: the progress page
+then says the time left at the pace measured)."""
 KEPT_RULE_SETS = 4
 """Rule sets whose `Explorer` (and the answers it remembers, up to tens of megabytes) is kept besides the one
 started with."""
@@ -80,8 +85,8 @@ class SolveEstimate:
 
     @property
     def time_text(self) -> str:
-        """'about 4 min': at the pace `query` foretells (one worker may take longer)."""
-        return solve_time_text(self.states)
+        """'about 4 min': at `EXPLORER_SOLVE_RATE`."""
+        return rounded_duration(self.states / EXPLORER_SOLVE_RATE)
 
     @property
     def memory_text(self) -> str:
