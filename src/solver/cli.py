@@ -154,7 +154,8 @@ def _interrupt(signum, frame) -> None:
 def rules_options(command):
     command = click.option(
         "--set", "overrides", multiple=True, metavar="KEY=VALUE",
-        help="Override one rules key (TOML dotted key), e.g. cost.lightning.battery=3. Repeatable.",
+        help="Override one rules key (TOML dotted key), e.g. cost.lightning.battery=3; "
+             "for one player only, p1.cost.lightning.battery=3. Repeatable.",
     )(command)
     command = click.option(
         "--rules", "rules_file", type=click.Path(dir_okay=False), default=None,
