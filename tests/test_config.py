@@ -323,6 +323,8 @@ BAD_OVERRIDES = [
     (["p2.recovery=all"], ["--set p2.recovery=all: p2.recovery: must be one of"]),
     (["p1.start_disc.x=1"], ["--set p1.start_disc.x=1: p1.start_disc.x: unknown key"]),
     (["p1.cost.charge.battery=1", "p1.cost.barrier.disc=1"], ["p1.cost: at least two"]),
+    (["p1.cost.charge.battery=1", "p2.cost.charge.battery=1", "p1.cost.barrier.disc=1", "p2.cost.barrier.disc=1"],
+     ["cost: at least two"]),  # the same for both seats is the shared cost, checked as such
 ]
 
 

@@ -352,10 +352,11 @@ def _normalise_seats(rules: RuleSet) -> None:
         seat = SeatRules(**{key: own.get(key, shared[key]) for key in SEAT_SCALARS},
                          costs=tuple(own.get(f"cost.{card.label}", rules.costs[card]) for card in Card),
                          damage=tuple(own.get(f"damage.{card.label}", rules.damage[card]) for card in Card))
-        if any(atom.startswith("cost.") for atom in own):
-            _check_free_core(seat.costs, f"{name}.cost",
-                             lambda card, name=name, own=own: f"{name}.cost.{card.label}"
-                             if f"cost.{card.label}" in own else f"cost.{card.label}")
+        # Each seat's costs (the shared ones too: a cost both seats were given is now shared).
+        own_core = any(f"cost.{card.label}" in own for card in FREE_CORE)
+        _check_free_core(seat.costs, f"{name}.cost" if own_core else "cost",
+                         lambda card, name=name, own=own: f"{name}.cost.{card.label}"
+                         if f"cost.{card.label}" in own else f"cost.{card.label}")
         numbers.append(seat)
     object.__setattr__(rules, "_seat_rules", tuple(numbers))
 
