@@ -44,7 +44,8 @@ class AnnotatedPosition:
 def situations(rules: RuleSet) -> list[Situation]:
     """The kinds of position the report annotates, under `rules`."""
     moon = rules.moves_to_moon
-    lightning_battery, lightning_disc = rules.cost(Card.LIGHTNING)
+    facing = rules.seat(1)  # P2's own Lightning: its cost and damage (one-seat keys may make them P2's alone)
+    lightning_battery, lightning_disc = facing.cost(Card.LIGHTNING)
     lightning_rest = rest_code(RestCard(Card.LIGHTNING))
     kinds = [
         Situation("Opening", "The first turn: both players at the start.",
@@ -57,7 +58,7 @@ def situations(rules: RuleSet) -> list[Situation]:
             "Facing Lightning",
             "P2 can play Lightning, and it would knock P1 out unless P1 blocks or counters it.",
             lambda p1, p2: (p2["battery"] >= lightning_battery) & (p2["disc"] >= lightning_disc)
-            & (p2["rest"] != lightning_rest) & (p1["health"] <= rules.damage_of(Card.LIGHTNING)),
+            & (p2["rest"] != lightning_rest) & (p1["health"] <= facing.damage_of(Card.LIGHTNING)),
         ),
     ]
     if Card.COPY in rules.bonus_cards:
