@@ -77,9 +77,10 @@ def seat_numbers(rules: RuleSet, seat: int | None) -> SeatRules:
 
 def legal_cards(rules: RuleSet, player: PlayerState, seat: int | None = None) -> tuple[Card, ...]:
     """Cards in `player`'s hand whose cost (player `seat + 1`'s) they can pay, each card once, in card order."""
+    numbers = seat_numbers(rules, seat)
     playable = []
     for card in sorted(set(player.hand())):
-        battery, disc = seat_numbers(rules, seat).cost(card)
+        battery, disc = numbers.cost(card)
         if player.battery >= battery and player.disc >= disc:
             playable.append(card)
     return tuple(playable)
