@@ -34,7 +34,7 @@ import numba
 import numpy as np
 
 from .best_response import best_response_values
-from .everett import leaking_strategies
+from .everett import costly_delay_strategy
 from .graph import GameGraph, segment_positions
 from .shapley import max_cells, shapley_sweeps, stage_matrix_kernel, stage_strategies
 from .stage import col_guarantee, matrix_game_kernel, row_guarantee
@@ -298,25 +298,14 @@ def _anchor(p1_graph: GameGraph, p2_graph: GameGraph, low: np.ndarray, high: np.
     subsolution (P1's guarantees) rise toward the value and from a
     supersolution (P2's) fall; on these components one of the two settles in
     a few sweeps while the other crawls, so the one that changed less in its
-    last sweep is taken."""
-    return _settled_sweeps(p1_graph, p2_graph, low, high, ANCHOR_SWEEPS, from_above=False)
-
-
-def _settled_sweeps(
-    p1_graph: GameGraph, p2_graph: GameGraph, low: np.ndarray, high: np.ndarray, sweeps: int, *, from_above: bool,
-) -> np.ndarray:
-    """Up to `sweeps` Shapley sweeps from one bound (P2's when `from_above`,
-    else P1's), and from the other only if those did not settle; the values
-    of whichever changed less in its last sweep, clipped to [low, high]
-    (rising sweeps stay below the value only up to rounding)."""
+    last sweep is taken (rising sweeps stay below the value only up to
+    rounding, so the estimate is clipped to [low, high])."""
     states = np.arange(low.size)
-    starts = [(p2_graph, high), (p1_graph, low)] if from_above else [(p1_graph, low), (p2_graph, high)]
-    (graph, start), (other_graph, other_start) = starts
-    estimate = start.copy()
-    change = shapley_sweeps(graph, states, estimate, sweeps)
+    estimate = low.copy()
+    change = shapley_sweeps(p1_graph, states, estimate, ANCHOR_SWEEPS)
     if change > ANCHOR_SETTLED:
-        other = other_start.copy()
-        if shapley_sweeps(other_graph, states, other, sweeps) < change:
+        other = high.copy()
+        if shapley_sweeps(p2_graph, states, other, ANCHOR_SWEEPS) < change:
             estimate = other
     return np.clip(estimate, low, np.maximum(low, high))
 
@@ -462,7 +451,13 @@ def _exits_gap(p1_game: GameGraph, p2_game: GameGraph) -> float:
     return float(np.max(np.asarray(p2_game.terminal_payoff) - np.asarray(p1_game.terminal_payoff), initial=0.0))
 
 
-FIXED_POINT_SWEEPS = 5000  # Shapley sweeps from each side's bound toward the value of a component left open
+EPSILON_ROUNDS = 20
+"""Rounds of `everett.costly_delay_strategy` for a component left open, at most. The bracket
+narrows about as 1/rounds there (1.3e-3 after 12 rounds on the S*M component of `everett`, about
+3 s a round at 6,000 states), so more rounds buy little; a component whose exits are already
+that wide reaches their floor in fewer."""
+EPSILON_PROGRESS = 0.99  # a round that leaves the width above this share of the last one ends the rounds
+EPSILON_MARGIN = 0.1  # each side's stop pays its bound moved this share of the bracket's width against it
 
 
 def _epsilon_optimal(
@@ -470,31 +465,36 @@ def _epsilon_optimal(
     enough: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A component whose bracket would not close: where a side has no stationary
-    optimal strategy (`everett`), its discounted-optimal strategies replace
-    its own wherever they guarantee more at the worst state, and the value
-    estimate is the fixed point of Shapley's operator within the bracket. A
-    side within `enough` of that estimate keeps its strategy. Returns (row, col, lower, upper, estimate)."""
-    # Sweeps from the side that has no stationary optimal strategy creep toward the value for
-    # thousands of sweeps (as 1/sweeps on the component above); from the other they settle.
-    fixed = _settled_sweeps(p1_game, p2_game, low, high, FIXED_POINT_SWEEPS, from_above=True)
-    for side, graph in ((0, p1_game), (1, p2_game)):
-        held = low if side == 0 else high
-        short = float(np.max(np.abs(fixed - held), initial=0.0))
-        if short <= enough:
-            continue
-        for _, strategy in leaking_strategies(graph, side, fixed):
-            guarantee = best_response_values(graph, side, strategy)
-            shortfall = float(np.max(np.abs(fixed - guarantee), initial=0.0))
-            if not shortfall < short:
-                break  # a smaller leak would not help either
-            short, held = shortfall, guarantee
-            if side == 0:
-                row, low = strategy, guarantee
-            else:
-                col, high = strategy, guarantee
-            if short <= enough:
-                break
-    return row, col, low, high, np.clip(fixed, low, np.maximum(low, high))
+    optimal strategy (`everett`), rounds of costly-delay strategies, each
+    side's stop paying a little less than its own guarantee, replace each
+    side's strategy wherever they narrow the bracket, until it is `enough`
+    wide per side or stops narrowing. The value estimate is the bracket's
+    middle. Returns (row, col, lower, upper, estimate)."""
+    p1_start, p2_start = low, high
+    width = float(np.max(high - low, initial=0.0))
+    for _ in range(EPSILON_ROUNDS):
+        if width <= 2.0 * enough:
+            break
+        margin = EPSILON_MARGIN * width
+        r, p1_start = costly_delay_strategy(p1_game, 0, low, margin, p1_start)
+        c, p2_start = costly_delay_strategy(p2_game, 1, high, margin, p2_start)
+        new_low = best_response_values(p1_game, 0, r, low)
+        new_high = best_response_values(p2_game, 1, c, high)
+        # Each side's new strategy is kept if it narrows the widest gap, or keeps it and gains on average.
+        if _narrows(high - new_high, new_high - low, high - low):
+            col, high = c, new_high
+        if _narrows(new_low - low, high - new_low, high - low):
+            row, low = r, new_low
+        last, width = width, float(np.max(high - low, initial=0.0))
+        if not width < EPSILON_PROGRESS * last:
+            break
+    return row, col, low, high, 0.5 * (low + np.maximum(low, high))
+
+
+def _narrows(gain: np.ndarray, new_width: np.ndarray, old_width: np.ndarray) -> bool:
+    """Whether a side's new guarantee (gaining `gain` per state) gives a narrower bracket."""
+    widest, was = float(np.max(new_width, initial=0.0)), float(np.max(old_width, initial=0.0))
+    return widest < was or (widest <= was and float(np.mean(gain)) > 0.0)
 
 
 def _first_estimates(states: np.ndarray, warm: np.ndarray | None, unending: float) -> np.ndarray:
