@@ -12,6 +12,7 @@ solve: $(STAMP)
 
 # The balance report of the printed rules (progress on stderr; a second run reuses the cache).
 report: $(STAMP)
+	@echo "make report: writes reports/charge-and-spark.html over the committed sample; about a day on 2 cores from an empty cache (each part is kept: an interrupted run resumes)" >&2
 	$(VENV)/bin/charge-spark report --out reports/charge-and-spark.html
 
 # Rewrites the sample outputs marked in README.md and docs/cli.md from the commands
