@@ -1138,3 +1138,15 @@ def test_several_keys_in_one_set_item_get_the_hint(tiny):
     assert response.json()["error"].endswith("; one --set per key: --set 'board=S*M' --set health=1")
     compared = tiny.client.get("/api/compare", params=[("a", "health=1 board=S*M")])
     assert compared.status_code == 400 and "one --set per key" in compared.json()["error"]
+
+
+def test_a_position_that_adds_too_many_states_to_the_table_is_not_solved_while_its_page_waits(tiny, monkeypatch):
+    import solver.explore.answers
+
+    outside = "p1 / p1"  # not reachable from the start (no draw on the star): solved up to the table's edge
+    monkeypatch.setattr(solver.explore.answers, "ASK_FIRST_STATES", 1)
+    response = tiny.client.get("/api/query", params={"position": outside})
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("this position is outside the stored table and adds more than 1 states")
+    monkeypatch.undo()
+    assert tiny.client.get("/api/query", params={"position": outside}).status_code == 200

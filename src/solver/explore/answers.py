@@ -21,10 +21,14 @@ from rules.charge_spark.notation import format_position, parse_position
 from rules.charge_spark.state import Position
 from rules.charge_spark.turn import Winner, legal_cards, resolve_turn
 
-from ..answering import answer_at, lasting_at, query_json
+from ..answering import SolveNotAskedError, answer_at, lasting_at, query_json
 from ..core.result import SolveResult, StateAnswer
 from ..user_errors import USER_ERRORS, one_line
 
+ASK_FIRST_STATES = 1_000_000
+"""Estimated states past which a table is solved only when a request asks for it (the "Solve" button, a
+POST): a plain GET of a rule set this large shows the estimate instead of starting minutes of work. Nor is
+a position outside a stored table solved while its page waits when it adds more states than this."""
 KEPT_ANSWERS = 1024
 """Answers remembered per server (tens of kilobytes each, with the part of the table read for them):
 a coached game is replayed from its start on every turn, and reads each turn's answer again."""
@@ -118,7 +122,14 @@ class Explorer:
 
     def _answer_code(self, code: int) -> Answered:
         with self._lock:
-            return Answered(*answer_at(self.rules, self.game.decode(code), self.cache_dir, None, show_progress=False))
+            try:
+                return Answered(*answer_at(self.rules, self.game.decode(code), self.cache_dir, None,
+                                           show_progress=False, unasked_limit=ASK_FIRST_STATES))
+            except SolveNotAskedError:
+                raise ExploreInputError(
+                    f"this position is outside the stored table and adds more than {ASK_FIRST_STATES:,} states to"
+                    " it: the explorer does not solve that many while a page waits (`charge-spark query POSITION"
+                    " --max-states N` solves them)") from None
 
     def _query_code(self, code: int) -> dict:
         position = self.game.decode(code)

@@ -38,14 +38,11 @@ from ..core.resources import layered_bytes_per_state
 from ..core.table_file import table_path
 from ..storage import default_cache_dir
 from ..tables import stored_part
-from .answers import ExploreInputError, Explorer
+from .answers import ASK_FIRST_STATES, ExploreInputError, Explorer
 from .solves import BackgroundSolves, SolveStatus, refuse_unbounded, too_large_for_memory
 
 MAX_SETTINGS = 64
 """`set=` items one request may give (a rule set has about 35 keys)."""
-ASK_FIRST_STATES = 1_000_000
-"""Estimated states past which a table is solved only when a request asks for it (the "Solve" button, a
-POST): a plain GET of a rule set this large shows the estimate instead of starting minutes of work."""
 EXPLORER_SOLVE_RATE = SOLVE_RATE / 2
 """States a second at which the explorer foretells a background solve's time: its worker solves on one
 core, and `SOLVE_RATE` was measured by `solve` on two (an assumption, not a measurement: the progress page
