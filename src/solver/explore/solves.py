@@ -17,6 +17,7 @@ import contextlib
 import math
 import multiprocessing
 import queue
+import re
 import shutil
 import threading
 import time
@@ -181,7 +182,7 @@ class BackgroundSolves:
             if worker is not None:
                 worker.end()
             assert current is not None
-            self._restore(*current)
+            self._restore(*current, None if worker is None else worker.process.pid)
         finally:
             with self._lock:
                 self._cleaning.discard(key)
@@ -260,7 +261,7 @@ class BackgroundSolves:
         worker.end()
         if current is not None:
             try:
-                self._restore(*current)
+                self._restore(*current, worker.process.pid)
             finally:
                 with self._lock:
                     self._cleaning.discard(current[0])
@@ -275,13 +276,17 @@ class BackgroundSolves:
         if worker is not None:
             worker.end()
         if current is not None:
-            self._restore(*current)
+            self._restore(*current, None if worker is None else worker.process.pid)
 
-    def _restore(self, key: str, before: set[str]) -> None:
-        """Remove what a solve of `key` ended unfinished had added to the cache (`before`: its entries then)."""
+    def _restore(self, key: str, before: set[str], pid: int | None) -> None:
+        """Remove what a solve of `key` ended unfinished (by the worker `pid`) had added to the cache
+        (`before`: its entries then); another process's temporary files are left to it."""
         cache = self._cache()
         added = sorted(cache_entries(cache, key) - before, key=lambda entry: entry.count("/"), reverse=True)
         for entry in added:
+            other = re.search(r"\.(\d+)\.tmp$", entry)
+            if other is not None and int(other.group(1)) != pid:
+                continue  # written by another process (a `solve` of the same rules, say)
             path = cache / entry if entry else cache
             with contextlib.suppress(OSError):
                 if path.is_dir() and not path.is_symlink():
