@@ -6,9 +6,10 @@ The worker reports what it is doing (the phase, states found, states solved
 of all, the time left at the pace so far); the server keeps the latest report
 of each rule set for the progress page and the API's 202. A rule set too
 large for the memory available is refused before anything is queued or
-written. Stopping ends the worker and removes what its unfinished solve had
-put in the cache (its lock file, kept ranks and temporary files), so the
-cache is as it was.
+written. Cancelling a queued solve drops it; cancelling the running one, or
+stopping, ends the worker and removes what its unfinished solve had put in
+the cache (its lock file, kept ranks, temporary files, and its table and
+results if it had got that far), so the cache is as it was.
 """
 
 from __future__ import annotations
