@@ -76,3 +76,19 @@ def test_solve_off_a_terminal_says_where_it_stands(monkeypatch, tmp_path):
     lines = [line for line in result.stderr.splitlines() if line.startswith("charge-spark: solving: ")]
     assert lines and all(" states (" in line and ("left" in line or "not known" in line) for line in lines)
     assert any(line.startswith("charge-spark: enumerating: ") for line in result.stderr.splitlines())
+
+
+def test_the_reports_hidden_part_off_a_terminal_says_where_it_stands(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from solver.cli import main
+    from solver.core import progress
+
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.0)  # a line at every step, not every 30 s
+    rules = ["--set", "board=S*M", "--set", "health=1", "--set", "battery_tiles=1", "--set", "disc_tiles=1",
+             "--set", "start_battery=1", "--set", "bonus_cards=ray,trap"]  # 435 states, 28 phases
+    result = CliRunner().invoke(main, ["report", *rules, "--sections", "hidden", "--out", str(tmp_path / "r.html"),
+                                       "--cache-dir", str(tmp_path / "tables")])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("charge-spark: hidden phases solved: ")]
+    assert lines and all(" of " in line and ("left" in line or "not known" in line) for line in lines)

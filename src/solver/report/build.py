@@ -47,6 +47,7 @@ from ..certificate import CertificateStatus, certificate_status, largest_exploit
 from ..core.chain import TurnByTurn, turn_by_turn
 from ..core.graph import GraphTooLargeError
 from ..core.play import FollowedPlay, Play, follow_play
+from ..core.progress import PhaseProgress
 from ..core.resources import available_memory, layered_bytes_per_state, states_that_fit, usable_cores
 from ..core.result import StateAnswer
 from ..core.solve import ESTIMATE_MARGIN, EstimatedTooLargeError, approximate_count, byte_size
@@ -529,7 +530,21 @@ class _Parts:
     def hidden(self) -> HiddenAnalysis:
         """Every hidden phase of a small table; the most frequent in play of a large one (with bounds where they
         outgrow the cap), both sides of each bracket and the whole game's from the wild table."""
-        return hidden_analysis(self.rules, self.table.result, play=(self.play, self.visits), wild=self.wild())
+        wild = self.wild()
+        shown: list[PhaseProgress] = []
+
+        def progress(done: int, total: int) -> None:
+            # Minutes of phases on a large table: a bar on a terminal, else a line every 30 s.
+            if not shown:
+                shown.append(PhaseProgress("hidden phases solved", total))
+            shown[0].update(done)
+
+        try:
+            return hidden_analysis(self.rules, self.table.result, play=(self.play, self.visits), wild=wild,
+                                   progress=progress)
+        finally:
+            for bar in shown:
+                bar.close()
 
     def wild(self) -> WildTable | None:
         """The rules' wild table, solved or read from the tables cache (None where it would not fit in
