@@ -29,6 +29,7 @@ from ..analysis.draws import DrawValue, draw_sums_of, draws_from_play
 from ..analysis.policy_play import PlayFigures, Policy, PolicyPlay, play_figures
 from ..analysis.policy_ranks import PolicyGames, policy_games
 from ..analysis.positions import AnnotatedPosition, annotated_positions
+from ..analysis.price import PointValue, PricePoint, price_points
 from ..analysis.restricted import RestrictedValue, unplayed_values
 from ..analysis.results_cache import ResultsCache
 from ..analysis.sensitivity import Skipped, Variant, VariantSummary, sensitivity_variants
@@ -58,13 +59,23 @@ from ..summary import LENGTH_TURNS, StartSummary, summarise_from
 from ..tables import SolvedTable, solved_table
 from . import entries
 from .made import CACHED, COMPUTED, TABLE_CACHED, MadePart
-from .solves import SolvePlan, further_solves, keep_unplayed, kept_restricted, kept_variants, plan_solves
+from .solves import (
+    SolvePlan,
+    further_solves,
+    keep_unplayed,
+    kept_points,
+    kept_restricted,
+    kept_variants,
+    plan_solves,
+)
 
 if TYPE_CHECKING:
     from distributed import Client
 
-SECTIONS = ("headline", "usage", "strength", "sensitivity", "positions", "skill", "hidden")
+SECTIONS = ("headline", "usage", "strength", "price", "cost-curves", "sensitivity", "positions", "skill", "hidden")
 """The report's sections, in order; the headline is always there."""
+PRICED = ("price", "cost-curves")
+"""The sections that read the price points (one-seat rule sets, `analysis.price`)."""
 FINDINGS_CARD = "lightning"
 """The card whose cost going up the findings box answers for ("what if Lightning costs 3?")."""
 STILL_TO_COME = "still to come"
@@ -106,6 +117,10 @@ class Report:
     positions: list[tuple[str, AnnotatedPosition]]  # (position in notation, annotation)
     skill: list[PolicyResult]
     hidden: HiddenAnalysis | None = None
+    points: list[tuple[PricePoint, PointValue]] = field(default_factory=list)
+    """Each price point had so far with P1's value there (`analysis.price`), in `price_points` order."""
+    price_skipped: list[Skipped] = field(default_factory=list)
+    """Price points the rules refuse, with the reason."""
     seconds: dict[str, float] = field(default_factory=dict)
     """Per part, and "table" for the solve or load of the rules' table: what it
     took when computed (in this run or, for those in `cached`, an earlier one)."""
@@ -191,7 +206,7 @@ def build_report(
     if not table_status.certified:  # the page says so too, beside every figure read from the table
         log(f"the rules' table is {table_status.text}")
     progressed()
-    if "usage" in sections:
+    if "usage" in sections or any(name in sections for name in PRICED):  # the price rows read how often cards are played
         known.usage = parts.cached("usage", parts.usage, entries.usage_entry, entries.usage_from, play=True)
         progressed()
     if "strength" in sections:
@@ -221,17 +236,19 @@ def build_report(
     parts.let_go()  # the table and its chain of play, before the solves
 
     variants, known.skipped = sensitivity_variants(rules) if "sensitivity" in sections else ([], [])
-    known.cards, known.variants = cards, variants
+    points, known.price_skipped = price_points(rules) if any(name in sections for name in PRICED) else ([], [])
+    known.cards, known.variants, known.points = cards, variants, points
     plan = known.plan = plan_solves(rules, cards, variants, parts.results, workers, first=findings_variant(variants),
-                                    client=client, log=log)
+                                    client=client, log=log, points=points)
     if plan.total:
         log(f"{plan.total} further solves to run, {plan.at_once} at a time{plan.where}"
             " (the rest of them come from the cache)")
         progressed()
-    known.restricted, answers = parts.timed("further solves", lambda: further_solves(
+    known.restricted, answers, values = parts.timed("further solves", lambda: further_solves(
         rules, cards, variants, cache_dir, plan, parts.results, show_progress=show_progress, log=log,
-        on_kept=solved_one, client=client,
-    )) if cards or variants else ([], [])
+        on_kept=solved_one, client=client, points=points,
+    )) if cards or variants or points else ([], [], [])
+    known.point_values = list(zip(points, values))
     known.solved = [(v, s) for v, s in zip(variants, answers) if isinstance(s, VariantSummary)]
     known.skipped += [s for s in answers if isinstance(s, Skipped)]
     return known.report()
@@ -253,6 +270,9 @@ class _Known:
         self.restricted: list[RestrictedValue] | None = None
         self.solved: list[tuple[Variant, VariantSummary]] | None = None
         self.skipped: list[Skipped] = []
+        self.points: list[PricePoint] | None = None  # the price points, once known: one solve each
+        self.point_values: list[tuple[PricePoint, PointValue]] | None = None
+        self.price_skipped: list[Skipped] = []
         self.plan: SolvePlan | None = None  # the further solves, once planned
         self.shown = 0  # `_Parts.computed` when the report so far was last handed on
 
@@ -268,6 +288,10 @@ class _Known:
                 f"{len(self._restricted_so_far())} of {len(self.cards)} restricted games solved so far{pace}")
         if "strength" in self.sections and self.draws is None:
             pending["draws"] = later
+        for name in PRICED:
+            if name in self.sections and self.point_values is None:
+                pending[name] = later if self.points is None else (
+                    f"{len(self._points_so_far())} of {len(self.points)} price points solved so far{pace}")
         if "sensitivity" in self.sections and self.solved is None:
             pending["sensitivity"] = later if self.variants is None else (
                 f"{len(self._variants_so_far())} of {len(self.variants)} variants solved so far{pace}")
@@ -282,6 +306,9 @@ class _Known:
     def _restricted_so_far(self) -> list[RestrictedValue]:
         return list(kept_restricted(self.cards or [], self.parts.results).values())
 
+    def _points_so_far(self) -> list[tuple[PricePoint, PointValue]]:
+        return list(kept_points(self.points or [], self.parts.results).items())
+
     def _variants_so_far(self) -> list[tuple[Variant, VariantSummary]]:
         return list(kept_variants(self.variants or [], self.parts.results).items())
 
@@ -291,25 +318,31 @@ class _Known:
         restricted = self.restricted if self.restricted is not None else self._restricted_so_far()
         restricted = [with_table_certificate(r, exploitability) for r in restricted]
         solved = self.solved if self.solved is not None else self._variants_so_far()
+        points = self.point_values if self.point_values is not None else self._points_so_far()
         return Report(
             rules=self.rules, fingerprint=fingerprint(self.rules), states=states, exploitability=exploitability,
             changed=differences_from_default(self.rules), summary=summary, start=start, usage=self.usage,
             restricted=restricted, draws=self.draws or [], variants=solved, skipped=list(self.skipped),
             positions=self.positions or [], skill=self.skill or [], hidden=self.hidden, seconds=dict(parts.seconds),
             table_reused=parts.table_reused, sections=self.sections, cached=set(parts.from_cache),
-            pending=self.pending(), stalls=stalled, made=self._made(restricted, solved),
+            pending=self.pending(), stalls=stalled, made=self._made(restricted, solved, points),
+            points=points, price_skipped=list(self.price_skipped),
             run_seconds=time.perf_counter() - parts.started,
         )
 
-    def _made(self, restricted: list[RestrictedValue], solved: list[tuple[Variant, VariantSummary]]) -> list[MadePart]:
+    def _made(self, restricted: list[RestrictedValue], solved: list[tuple[Variant, VariantSummary]],
+              points: list[tuple[PricePoint, PointValue]]) -> list[MadePart]:
         """The parts' costs, each further solve after the rest (computed in this
         run when it was not in the cache at the start: `plan`)."""
         plan = self.plan
         fresh_cards = set(plan.cards) if plan else set()
         fresh_variants = set(plan.variants) if plan else set()
+        fresh_points = set(plan.points) if plan else set()
         solves = [MadePart(f"P1 may not play {r.card}", r.seconds, r.states,
                            COMPUTED if r.card in fresh_cards else CACHED, "further solves")
                   for r in restricted if not r.unplayed]  # those not solved cost nothing
+        solves += [MadePart(p.label, v.seconds, v.states, COMPUTED if p in fresh_points else CACHED, "further solves")
+                   for p, v in points if v.error is None]
         for v, s in solved:
             source = (TABLE_CACHED if s.reused else COMPUTED) if v in fresh_variants else CACHED
             solves.append(MadePart(v.label, s.seconds, s.states, source, "further solves"))

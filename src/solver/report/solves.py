@@ -1,9 +1,10 @@
 """The report's solves beyond the rules' own table: one restricted game per
-card (strength) and one game per rule variant (sensitivity), about 30.
+card (strength), one one-seat rule set per point of a cost curve (price) and
+one game per rule variant (sensitivity).
 
-Each computes only what the report reads: a restricted game its certified
-value at the start, a variant its start's value, outcome split and length;
-neither stores a table. A card P1's strategy in the rules' table never plays
+Each computes only what the report reads: a restricted game and a price
+point their certified value at the start, a variant its start's value,
+outcome split and length; none stores a table. A card P1's strategy in the rules' table never plays
 where its play reaches is not solved at all (`restricted.unplayed_values`).
 
 Each answer is kept in the results cache the moment it is known, so an
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,7 @@ from rules.charge_spark.notation import parse_position
 from rules.charge_spark.size import estimate_reachable
 
 from ..analysis.parallel import solves_at_once
+from ..analysis.price import PointValue, PriceJob, PricePoint, point_key, point_value
 from ..analysis.restricted import RestrictedJob, RestrictedValue, value_without
 from ..analysis.results_cache import ResultsCache
 from ..analysis.sensitivity import Skipped, Variant, VariantJob, VariantSummary, summarise_variant, variant_key
@@ -79,10 +81,11 @@ class SolvePlan:
     first: Variant | None = None  # the variant the findings box reads: its length distribution is computed too
     where: str = ""  # " on the Dask cluster at ADDRESS" when they run there
     cluster: dict[str, dict] | None = None  # there, the workers that hold a solve of the rules' size (`cluster_workers`)
+    points: list[PricePoint] = field(default_factory=list)  # price points not in the cache (after the cards)
 
     @property
     def total(self) -> int:
-        return len(self.cards) + len(self.variants)
+        return len(self.cards) + len(self.points) + len(self.variants)
 
     def started(self, label: str, log: Log) -> None:
         log(f"solve {self.done + 1} of {self.total} ({self.total - self.done - 1} more after it): {label}")
@@ -91,21 +94,23 @@ class SolvePlan:
 def plan_solves(
     rules: RuleSet, cards: Sequence[str], variants: Sequence[Variant], results: ResultsCache, workers: int | None,
     first: Variant | None = None, client: Client | None = None, log: Log = lambda message: None,
+    points: Sequence[PricePoint] = (),
 ) -> SolvePlan:
-    """The solves not in `results`: the restricted games, then the variants,
+    """The solves not in `results`: the restricted games, the price points, then the variants,
     `first` (the one the findings box reads) ahead of the others, so that a
     report read while it runs answers its question as early as it can. On
     `client`'s cluster as many run at once as the workers that hold them
     have threads (`cluster_workers_for`; those left out are named through `log`)."""
     cards = [card for card in cards if results.get(restricted_key(card)) is None]
     variants = sorted((v for v in variants if results.get(variant_key(v)) is None), key=lambda v: v != first)
-    needs = solve_needs(rules, cards, variants)
+    points = [p for p in points if results.get(point_key(p)) is None]
+    needs = solve_needs(rules, cards, variants, points)
     if client is not None:
         fit = cluster_workers_for(client, min(needs, default=restricted_need(rules)), log)
         return SolvePlan(cards, variants, cluster_threads(fit), first=first,
-                         where=f" on the Dask cluster at {client.scheduler.address}", cluster=fit)
+                         where=f" on the Dask cluster at {client.scheduler.address}", cluster=fit, points=points)
     # The needs are in bytes: one byte "a state" makes `solves_at_once` compare them with the memory.
-    return SolvePlan(cards, variants, solves_at_once(needs, 1, workers), first=first)
+    return SolvePlan(cards, variants, solves_at_once(needs, 1, workers), first=first, points=points)
 
 
 def solve_need(states: float, hurried: bool = True) -> float:
@@ -118,9 +123,14 @@ def restricted_need(rules: RuleSet) -> float:
     return solve_need(float(estimate_reachable(rules)), hurried=False)
 
 
-def solve_needs(rules: RuleSet, cards: Sequence[str], variants: Sequence[Variant]) -> list[float]:
-    """Bytes each solve needs, the restricted games of `cards` then `variants` (hurried play)."""
-    return [restricted_need(rules)] * len(cards) + [solve_need(_estimate(v)) for v in variants]
+def solve_needs(
+    rules: RuleSet, cards: Sequence[str], variants: Sequence[Variant], points: Sequence[PricePoint] = (),
+) -> list[float]:
+    """Bytes each solve needs, in the queue's order: the restricted games of `cards`, the price
+    `points` (values alone), then `variants` (hurried play)."""
+    return ([restricted_need(rules)] * len(cards)
+            + [solve_need(float(estimate_reachable(p.rules)), hurried=False) for p in points]
+            + [solve_need(_estimate(v)) for v in variants])
 
 
 def cluster_workers_for(client: Client, need: float, log: Log = lambda message: None) -> dict[str, dict]:
@@ -178,54 +188,72 @@ def kept_variants(variants: Sequence[Variant], results: ResultsCache) -> dict[Va
     return {v: variant_from(results.get(variant_key(v))) for v in variants if results.get(variant_key(v)) is not None}
 
 
-def further_solve(job: RestrictedJob | VariantJob) -> RestrictedValue | VariantSummary | Skipped:
-    """One further solve: a restricted game or a variant (what a worker runs). A
+def kept_points(points: Sequence[PricePoint], results: ResultsCache) -> dict[PricePoint, PointValue]:
+    """The values of the price `points` that `results` holds, by point."""
+    return {p: PointValue.from_entry(results.get(point_key(p))) for p in points if results.get(point_key(p)) is not None}
+
+
+Answer = RestrictedValue | PointValue | VariantSummary | Skipped
+Job = RestrictedJob | PriceJob | VariantJob
+
+
+def further_solve(job: Job) -> Answer:
+    """One further solve: a restricted game, a price point or a variant (what a worker runs). A
     variant's stored table, if any, is looked for in the job's cache directory
     where this process reaches it, else (a cluster's worker on another machine)
     in its own default cache."""
     if isinstance(job, RestrictedJob):
         return value_without(replace(job, cache_dir=writable_dir(job.cache_dir)))
+    if isinstance(job, PriceJob):
+        return point_value(replace(job, cache_dir=writable_dir(job.cache_dir)))
     return summarise_variant(replace(job, cache_dir=writable_dir(job.cache_dir)))
 
 
 def further_solves(
     rules: RuleSet, cards: Sequence[str], variants: Sequence[Variant], cache_dir: Path, plan: SolvePlan,
     results: ResultsCache, *, show_progress: bool, log: Log, on_kept: Callable[[], None] = lambda: None,
-    client: Client | None = None,
-) -> tuple[list[RestrictedValue], list[VariantSummary | Skipped]]:
-    """The value of the game with P1 barred from each card (`cards` in order)
-    and each variant's start summary or why it could not be had (`variants`
-    in order): the solves of `plan` in one queue, in its order, `plan.at_once`
+    client: Client | None = None, points: Sequence[PricePoint] = (),
+) -> tuple[list[RestrictedValue], list[VariantSummary | Skipped], list[PointValue]]:
+    """The value of the game with P1 barred from each card (`cards` in order),
+    each variant's start summary or why it could not be had (`variants`
+    in order) and P1's value at each price point (`points` in order): the solves of `plan` in one queue, in its order, `plan.at_once`
     at a time (a core each), so that no core waits for the last solve of one
     kind before the next kind starts. Each answer is kept in `results` as it
     comes, then `on_kept()`. A worker process that dies (killed for memory,
     say) leaves the solves not yet kept to run one at a time here. With
     `client`, they run on its Dask cluster instead, whatever `plan.at_once`;
     `WorkersLostError` if the cluster gives up on some."""
-    labels = [f"P1 may not play {card}" for card in plan.cards] + [v.label for v in plan.variants]
+    labels = ([f"P1 may not play {card}" for card in plan.cards] + [p.label for p in plan.points]
+              + [v.label for v in plan.variants])
     options = {"workers": 1, "show_progress": False}
     # The findings box gives its variant's median game length beside the headline's: a
     # stalling tail of a few games in a thousand can put the mean in the thousands of turns.
     # Each starts from the rules' own table where it shares its state encoding: same answer, sooner.
     warm = warm_table_of(rules, cache_dir)
     kept_in = str(Path(cache_dir).resolve())
-    jobs = [RestrictedJob(rules, card, warm_from=warm, cache_dir=kept_in, **options) for card in plan.cards] + [
+    jobs: list[Job] = [RestrictedJob(rules, card, warm_from=warm, cache_dir=kept_in, **options) for card in plan.cards]
+    jobs += [PriceJob(p, warm_from=warm, cache_dir=kept_in, **options) for p in plan.points]
+    first_variant = len(jobs)
+    jobs += [
         VariantJob(v, kept_in, length_turns=LENGTH_TURNS if v == plan.first else 0,
                    warm_from=warm, **options)
         for v in plan.variants]
 
     started = time.perf_counter()
 
-    def keep(i: int, answer: RestrictedValue | VariantSummary | Skipped) -> None:
+    def keep(i: int, answer: Answer) -> None:
         if isinstance(answer, RestrictedValue):
             if answer.error is None:
                 results.put_all({restricted_key(answer.card): answer.entry()})
+        elif isinstance(answer, PointValue):
+            if answer.error is None:
+                results.put_all({point_key(plan.points[i - len(plan.cards)]): answer.entry()})
         elif isinstance(answer, VariantSummary):
-            results.put_all({variant_key(plan.variants[i - len(plan.cards)]): variant_entry(answer)})
+            results.put_all({variant_key(plan.variants[i - first_variant]): variant_entry(answer)})
         plan.done += 1
         seconds = f" in {answer.seconds:.0f} s" if getattr(answer, "seconds", None) is not None else ""
         mark = ""  # never silent: the page's row gives no number of a solve that is not certified
-        if isinstance(answer, (RestrictedValue, VariantSummary)) and not getattr(answer, "error", None):
+        if isinstance(answer, (RestrictedValue, PointValue, VariantSummary)) and not getattr(answer, "error", None):
             mark = "" if answer.certificate.certified else f" ({answer.certificate.text})"
         left = plan.total - plan.done
         plan.time_left = time_left(time.perf_counter() - started, plan.done, left) if left else ""
@@ -233,21 +261,22 @@ def further_solves(
         log(f"solved {plan.done} of {plan.total}{seconds}: {labels[i]}{mark}{pace}")
         on_kept()
 
-    fresh: dict[int, RestrictedValue | VariantSummary | Skipped] = {}
+    fresh: dict[int, Answer] = {}
 
-    def finished(i: int, answer: RestrictedValue | VariantSummary | Skipped) -> None:
+    def finished(i: int, answer: Answer) -> None:
         fresh[i] = answer
         keep(i, answer)
 
     if client is not None:
         assert plan.cluster is not None
-        needs = solve_needs(rules, plan.cards, plan.variants)
+        needs = solve_needs(rules, plan.cards, plan.variants, plan.points)
         placement = [workers_holding(plan.cluster, need) for need in needs]
         for i, where in enumerate(placement):
             if not where:  # larger than any worker holds: left out, as one too large to solve here
                 why = f"no Dask worker's memory limit holds it (about {needs[i] / 1e9:.1f} GB a thread)"
-                finished(i, Skipped(labels[i], why) if i >= len(plan.cards) else
-                         RestrictedValue(plan.cards[i], float("nan"), why))
+                finished(i, Skipped(labels[i], why) if i >= first_variant else
+                         RestrictedValue(plan.cards[i], float("nan"), why) if i < len(plan.cards) else
+                         PointValue(float("nan"), why))
         sent = [i for i in range(len(jobs)) if i not in fresh]
         try:
             run_jobs(further_solve, [jobs[i] for i in sent], client=client, description="further solves",
@@ -268,10 +297,13 @@ def further_solves(
             keep(i, fresh[i])
     by_card = {job.card: fresh[i] for i, job in enumerate(jobs) if isinstance(job, RestrictedJob)}
     by_variant = {job.variant: fresh[i] for i, job in enumerate(jobs) if isinstance(job, VariantJob)}
+    by_point = {job.point: fresh[i] for i, job in enumerate(jobs) if isinstance(job, PriceJob)}
     kept_cards = kept_restricted([card for card in cards if card not in by_card], results)
     kept = kept_variants([v for v in variants if v not in by_variant], results)
+    kept_at = kept_points([p for p in points if p not in by_point], results)
     return ([by_card[card] if card in by_card else kept_cards[card] for card in cards],
-            [by_variant[v] if v in by_variant else kept[v] for v in variants])
+            [by_variant[v] if v in by_variant else kept[v] for v in variants],
+            [by_point[p] if p in by_point else kept_at[p] for p in points])
 
 
 def _given_up(lost: WorkersLostError, labels: Sequence[str]) -> WorkersLostError:
@@ -293,7 +325,7 @@ def time_left(elapsed: float, done: int, left: int) -> str:
         f"about {max(minutes, 1)} min left at this pace")
 
 
-def _alone(job: RestrictedJob | VariantJob, show_progress: bool) -> dict:
+def _alone(job: Job, show_progress: bool) -> dict:
     """Options of a solve that runs by itself: every core, and the memory there is now."""
-    per_state = layered_bytes_per_state(hurried=not isinstance(job, RestrictedJob))
+    per_state = layered_bytes_per_state(hurried=isinstance(job, VariantJob))
     return {"workers": usable_cores(), "show_progress": show_progress, "max_states": states_that_fit(per_state)}
