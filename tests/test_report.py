@@ -21,7 +21,8 @@ from solver.report.build import PART_LABELS, WILD_PART
 SMALL = ["--set", "board=S*M", "--set", "health=1", "--set", "battery_tiles=2", "--set", "disc_tiles=2",
          "--set", "bonus_cards=ray,copy"]
 HOSTILE_NAME = "<script>alert(1)</script> \"quoted\" 'single'"
-SECTIONS = ("findings", "headline", "assumptions", "usage", "strength", "sensitivity", "positions", "skill", "hidden")
+SECTIONS = ("findings", "headline", "assumptions", "usage", "strength", "price", "cost-curves", "sensitivity", "positions",
+            "skill", "hidden")
 
 
 def run(*args: str):
@@ -30,11 +31,13 @@ def run(*args: str):
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    """The report of SMALL, named with markup and quotes; (html, path, cache dir, seconds)."""
+    """The report of SMALL, named with markup and quotes; (html, path, cache dir, seconds). Its figures as
+    JSON (`--json`) are beside it, in report.json."""
     base = tmp_path_factory.mktemp("report")
     out, cache = base / "report.html", base / "tables"
     started = time.perf_counter()
-    result = run("report", *SMALL, "--set", f"name={HOSTILE_NAME}", "--out", str(out), "--cache-dir", str(cache))
+    result = run("report", *SMALL, "--set", f"name={HOSTILE_NAME}", "--out", str(out), "--cache-dir", str(cache),
+                 "--json", str(base / "report.json"))
     assert result.exit_code == 0, result.output
     return out.read_text(encoding="utf-8"), out, cache, time.perf_counter() - started
 
@@ -71,7 +74,7 @@ def test_the_findings_box_names_every_card_tied_for_strongest(report):
     lowest = sorted(card for card, v in values.items() if v == min(values.values()))
     assert len(lowest) > 1  # in SMALL, P1 loses for sure without charge, barrier or lightning
     line = unescape(re.search(r'<li id="strongest">(.*?)</li>', html, re.S).group(1))
-    assert "Strongest cards</strong> (tied)" in line
+    assert "Most indispensable cards</strong> (tied)" in line
     named = re.search(r"\(tied\): (.*?) —", line).group(1).replace(" and ", ", ").split(", ")
     assert sorted(named) == lowest
 
@@ -354,9 +357,9 @@ def test_sections_left_out_are_named_and_absent(tmp_path):
     html = out.read_text()
     for shown in ("headline", "usage", "positions"):
         assert f'id="{shown}"' in html, shown
-    for left in ("strength", "sensitivity", "skill", "hidden"):
+    for left in ("strength", "price", "cost-curves", "sensitivity", "skill", "hidden"):
         assert f'id="{left}"' not in html, left
-    assert re.search(r'id="left-out">.*strength, sensitivity, skill, hidden\.', html)
+    assert re.search(r'id="left-out">.*strength, price, cost-curves, sensitivity, skill, hidden\.', html)
     assert "further solves" not in result.stderr  # no restricted game or variant was solved
 
 
@@ -475,8 +478,8 @@ def _before_anything_but_the_headline(report):
 
     from solver.report.build import SECTIONS
 
-    pending = {name: "still to come" for name in ("usage", "strength", "draws", "sensitivity", "positions", "skill",
-                                                  "hidden")}
+    pending = {name: "still to come" for name in ("usage", "strength", "draws", "price", "cost-curves", "sensitivity",
+                                                  "positions", "skill", "hidden")}
     return replace(report, sections=SECTIONS, usage=None, restricted=[], draws=[], variants=[], positions=[], skill=[],
                    hidden=None, pending=pending)
 
@@ -488,11 +491,11 @@ def test_the_page_of_a_running_report_says_what_each_unfinished_section_waits_fo
     html = render_report(_before_anything_but_the_headline(finished))
     banner = unescape(re.search(r'id="partial">(.*?)</div>', html, re.S).group(1))
     assert all(title in banner for title in PENDING_TITLES.values())
-    for section in ("usage", "strength", "sensitivity", "positions", "skill", "hidden"):
+    for section in ("usage", "strength", "price", "cost-curves", "sensitivity", "positions", "skill", "hidden"):
         body = re.search(rf'<section id="{section}">(.*?)</section>', html, re.S).group(1)
         assert re.search(r'class="pending"[^>]*>Still (to come|being computed)', body), section
     findings = re.search(r'id="findings">(.*?)</div>', html, re.S).group(1)
-    assert findings.count("not known yet") == 3  # strongest card, dead cards, the Lightning cost
+    assert findings.count("not known yet") == 4  # indispensable card, a point's worth, dead cards, the Lightning cost
     assert 'id="value"' in html  # the headline is there in full
 
 
@@ -564,11 +567,12 @@ def test_a_dead_solve_process_leaves_the_rest_of_the_queue_to_run_one_at_a_time(
 
     monkeypatch.setattr(solves, "run_jobs", first_answer_then_a_dead_process)
     said, kept = [], []
-    restricted, answers = solves.further_solves(
+    restricted, answers, points = solves.further_solves(
         rules, ["spark", "charge"], variants, tmp_path, plan, results, show_progress=False, log=said.append,
         on_kept=lambda: kept.append(1),
     )
     assert [r.card for r in restricted] == ["spark", "charge"] and all(r.error is None for r in restricted)
+    assert points == []
     assert all(isinstance(a, VariantSummary) for a in answers) and len(kept) == 4
     assert any("died" in line for line in said)
     assert [line for line in said if line.startswith("solve ")] == [  # the three left, one at a time
@@ -670,7 +674,7 @@ def test_the_hidden_card_section_lists_the_phases_with_the_largest_gains(report)
     assert len(rows) == min(12, solved)
     gains = [float(g) for g in re.findall(r"<td>([+-][\d.]+) pp</td><td>[+-][\d.]+ pp</td><td>[+-][\d.]+ pp</td>", section)]
     assert gains == sorted(gains, reverse=True) and gains[0] > 0
-    assert "section 7 measures what hiding them changes" in unescape(html)
+    assert "section 9 measures what hiding them changes" in unescape(html)
 
 
 def _one_phase_given_as_bounds(rules):
@@ -782,3 +786,43 @@ def test_a_hidden_section_without_the_wild_bounds_says_so(running_report):
     assert "Without the wild games' bounds" in section and 'id="hidden-game"' not in section
     assert "wild bounds" not in section
     assert "the widest bracket 0.4575 wide" in re.sub(r"\s+", " ", section)
+
+
+def test_the_price_and_cost_curve_sections_show_the_figures_report_json_writes(report):
+    """`report --json`: the price rows and the cost curves are the page's, figure for figure, and the
+    other sections' figures are there under their keys."""
+    html, path, _, _ = report
+    data = json.loads((path.parent / "report.json").read_text())
+    for key in ("headline", "usage", "indispensable", "draws", "price", "cost_curves", "sensitivity", "positions",
+                "skill", "hidden", "made"):
+        assert key in data, key
+    assert data["headline"]["value"] == pytest.approx(float(cell(html, "value")), abs=1e-6)
+    table = re.search(r'id="price-table">(.*?)</table>', html, re.S).group(1)
+    rows = re.findall(r'<tr class="price-row">(.*?)</tr>', table, re.S)
+    assert len(rows) == len(data["price"]) > 0
+    for row, figures in zip(rows, data["price"]):
+        cells = [unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        assert cells[:3] == [figures["card"], figures["number"], str(figures["printed"])]
+        for side, value_cell, change_cell in (("better", cells[3], cells[4]), ("worse", cells[5], cells[6])):
+            point = figures[side]
+            assert point["certified"]  # SMALL's solves are all certified
+            assert value_cell == f"{point['value']:.4f} ({point['amount']})"
+            assert change_cell == f"{round(point['change_pp'], 1) + 0.0:+,.1f} pp"
+        assert figures["price_pp"] == figures["better"]["change_pp"]
+        assert figures["nerf_pp"] == -figures["worse"]["change_pp"]
+        assert (figures["label"] or "") == cells[-1]
+    section = re.search(r'<section id="cost-curves">(.*?)</section>', html, re.S).group(1)
+    drawn = re.findall(r'<figure[^>]*class="cost-curve">(.*?)</figure>', section, re.S)
+    assert len(drawn) == len(data["cost_curves"]) > 0
+    for svg, curve in zip(drawn, data["cost_curves"]):
+        assert unescape(re.search(r"<title>([^<]+)</title>", svg).group(1)).startswith(f"{curve['card']}: ")
+        assert [p["amount"] for p in curve["points"]] == sorted(p["amount"] for p in curve["points"])
+        assert sum(p["printed"] for p in curve["points"]) == 1
+        # Every point is drawn as a dot of its own (radius 4) with its value written beside it.
+        assert len(re.findall(r'<circle [^>]*r="4"', svg)) == len(curve["points"])
+        texts = re.findall(r"<text [^>]*>([^<]*)</text>", svg)
+        for p in curve["points"]:
+            assert f"{p['value']:.3f}" in texts
+    assert [r["variant"] for r in data["sensitivity"]] == [
+        unescape(v) for v in re.findall(r"<tr><td class=\"text\">([^<]+)</td><td class=\"text\"><code>",
+                                        re.search(r'id="sensitivity-table">(.*?)</table>', html, re.S).group(1))]

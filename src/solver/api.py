@@ -301,7 +301,7 @@ def report(rule_set: RuleSet, path: PathLike, *, sections: Sequence[str] | None 
            cache_dir: PathLike | None = None, workers: int | None = None) -> Report:
     """The HTML balance report of `rule_set` written to `path`, as
     `charge-spark report` writes it. `sections`: some of "headline", "usage",
-    "strength", "sensitivity", "positions", "skill", "hidden" (default: all;
+    "strength", "price", "cost-curves", "sensitivity", "positions", "skill", "hidden" (default: all;
     the headline is always in). Every part is kept in the cache, so a second
     run reuses them.
 

@@ -424,8 +424,11 @@ def explore(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ..
                    " tcp://10.0.0.5:8786; a worker whose memory limit cannot hold a solve is left out. The rest"
                    " runs here.")
 @click.option("--sections", "section_names", default=None, metavar="NAME,...",
-              help="Only these sections (headline, usage, strength, sensitivity, positions, skill, hidden; the"
-                   " headline is always in); the report says which it leaves out. Default: all.")
+              help="Only these sections (headline, usage, strength, price, cost-curves, sensitivity, positions, skill,"
+                   " hidden; the headline is always in); the report says which it leaves out. Default: all.")
+@click.option("--json", "json_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Also write every figure the page shows to FILE as JSON (keys such as headline, price, cost_curves,"
+                   " sensitivity; see docs/report.md).")
 @click.option("--parts", "parts_file", type=click.Path(dir_okay=False), default=None,
               help="Keep the report's finished parts in this JSON file rather than in the cache, and reuse those it"
                    " holds (same rules, same version): a report resumed on another machine, or its page written"
@@ -433,7 +436,7 @@ def explore(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ..
 @click.pass_context
 def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None,
            output: str | None, workers: int | None, scheduler: str | None, section_names: str | None,
-           parts_file: str | None) -> None:
+           parts_file: str | None, json_file: str | None) -> None:
     """Write the HTML balance report of the rules in force (one self-contained file).
 
     Every part is kept in the cache as soon as it is computed: running the
@@ -460,6 +463,8 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
     if not output:
         path.parent.mkdir(parents=True, exist_ok=True)
     check_writable(path)
+    if json_file:
+        check_writable(Path(json_file))
     started = time.perf_counter()
     note = lambda message: click.echo(f"report: {printable(message)}", err=True)  # noqa: E731
     ctx.obj["interrupt_note"] = ("nothing partial was saved; the parts finished so far are kept in the cache:"
@@ -479,8 +484,12 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
         partial.mark_stopped("was interrupted" if _caused_by_interrupt(error) else f"failed: {printable(str(error))}")
         raise
     write_text_atomically(path, render_report(built))
+    if json_file:
+        from .report.figures import report_figures
+
+        write_text_atomically(Path(json_file), json.dumps(report_figures(built), indent=1, allow_nan=False) + "\n")
     partial.remove()
-    click.echo(f"wrote {path} in {time.perf_counter() - started:.1f} s")
+    click.echo(f"wrote {path}{f' and {json_file}' if json_file else ''} in {time.perf_counter() - started:.1f} s")
 
 
 @contextlib.contextmanager

@@ -165,3 +165,59 @@ def heat_map(
     body.append(_text(left - 6, scale_y + 9, fmt(low), anchor="end", size=10))
     body.append(_text(left + 164, scale_y + 9, legend, size=10))
     return _svg(title, width, height, body)
+
+
+def curve_chart(
+    title: str, xs: Sequence[int], ys: Sequence[float | None], marked: int, x_label: str, y_label: str,
+    fmt: Callable[[float], str] = lambda v: f"{v:.3g}", missing: str = "n/a",
+    y_range: tuple[float, float] | None = None,
+) -> Markup:
+    """A small line chart of a few points at integer positions `xs`, each point
+    drawn as a dot with its value written beside it, the point at `marked` (the
+    rules' own) ringed and labelled. A point whose y is None is drawn as no
+    number: `missing` is written at its place on the x axis. `y_range`: the
+    values the y axis may span at most (a probability's 0 to 1)."""
+    width, height = 330, 230
+    left, right, top, bottom = 56, 18, 34, 52
+    plot_w, plot_h = width - left - right, height - top - bottom
+    known = [y for y in ys if y is not None and math.isfinite(y)] or [0.0]
+    low, high = min(known), max(known)
+    pad = max((high - low) * 0.15, 0.01)
+    floor, ceiling = y_range if y_range is not None else (-math.inf, math.inf)
+    ticks = [t for t in nice_ticks(max(low - pad, floor), min(high + pad, ceiling), 4)
+             if floor - 1e-9 <= t <= ceiling + 1e-9]
+    y_low, y_high = ticks[0], ticks[-1]
+    x_low, x_high = min(xs), max(xs)
+    inset = 22  # the first and last points clear of the axes and their labels
+    x = lambda v: left + inset + (0.5 if x_high == x_low else (v - x_low) / (x_high - x_low)) * (  # noqa: E731
+        plot_w - 2 * inset)
+    y = lambda v: top + plot_h - (v - y_low) / (y_high - y_low) * plot_h  # noqa: E731
+    body = []
+    for t in ticks:
+        body.append(f'<line x1="{left}" y1="{y(t):.1f}" x2="{left + plot_w}" y2="{y(t):.1f}" stroke="{GRID}"/>')
+        body.append(_text(left - 5, y(t) + 4, fmt(t), anchor="end", size=10))
+    drawn = [(xv, yv) for xv, yv in zip(xs, ys) if yv is not None and math.isfinite(yv)]
+    if len(drawn) > 1:
+        path = " ".join(f"{x(xv):.1f},{y(yv):.1f}" for xv, yv in drawn)
+        body.append(f'<polyline points="{path}" fill="none" stroke="{POSITIVE}" stroke-width="2"/>')
+    for xv, yv in zip(xs, ys):
+        body.append(_text(x(xv), top + plot_h + 14, str(xv), anchor="middle", size=11,
+                          weight="bold" if xv == marked else "normal"))
+        if yv is None or not math.isfinite(yv):
+            body.append(_text(x(xv), top + plot_h - 6, missing, anchor="middle", size=9, fill=NEGATIVE))
+            continue
+        if xv == marked:
+            body.append(f'<circle cx="{x(xv):.1f}" cy="{y(yv):.1f}" r="7" fill="none" stroke="{NEGATIVE}"'
+                        ' stroke-width="2"/>')
+        body.append(f'<circle cx="{x(xv):.1f}" cy="{y(yv):.1f}" r="4" fill="{POSITIVE}"/>')
+        rise = 13 if xv == marked else 10  # clear of the ring
+        above = y(yv) - rise > top + 4
+        body.append(_text(x(xv), y(yv) - rise if above else y(yv) + rise + 8, fmt(yv), anchor="middle", size=10,
+                          fill=AXIS))
+    body.append(f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="{AXIS}"/>')
+    body.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" stroke="{AXIS}"/>')
+    body.append(_text(left + plot_w / 2, height - 22, x_label, anchor="middle", size=11))
+    body.append(_text(left + plot_w / 2, height - 8, f"ringed: the rules' own ({marked})", anchor="middle", size=10,
+                      fill=NEGATIVE))
+    body.append(_text(14, top + plot_h / 2, y_label, anchor="middle", size=11, rotate=-90))
+    return _svg(title, width, height, body)

@@ -21,14 +21,16 @@ from ..core.outcome import Seat
 from ..summary import StartSummary
 from . import charts
 from .build import FINDINGS_CARD, GREEDY, STILL_TO_COME, UNIFORM, Report, findings_variant
+from .figures import TOO_STRONG, cost_curves, price_rows, price_sentence
 from .made import duration, made_totals
 
 TEMPLATES = Path(__file__).parent / "templates"
 TURNS_SHOWN = 15  # of the usage-by-turn heat map
 PENDING_TITLES = {
-    "usage": "2. Card usage", "strength": "3. Card strength", "draws": "3. Value of drawing each bonus card",
-    "sensitivity": "4. Sensitivity", "positions": "5. What is optimal here", "skill": "6. Skill gap",
-    "hidden": "7. What hiding bonus cards changes",
+    "usage": "2. Card usage", "strength": "3. How indispensable each card is",
+    "draws": "3. Value of drawing each bonus card", "price": "4. What a point is worth", "cost-curves": "5. Cost curves",
+    "sensitivity": "6. Sensitivity", "positions": "7. What is optimal here", "skill": "8. Skill gap",
+    "hidden": "9. What hiding bonus cards changes",
 }
 """How a report written while it runs names the parts still to come (`Report.pending`)."""
 
@@ -109,6 +111,7 @@ def render_report(report: Report) -> str:
         UNIFORM=UNIFORM, GREEDY=GREEDY, turns_shown=TURNS_SHOWN, pending_titles=PENDING_TITLES,
         STILL_TO_COME=STILL_TO_COME, duration=duration, made=made_totals(report.made), Seat=Seat,
         KNOCK_OUT=KNOCK_OUT, MOON=MOON, hidden_rows=hidden_rows(report)[0], hidden_order=hidden_rows(report)[1],
+        price=price_rows(report), curves=cost_curves(report), price_sentence=price_sentence, TOO_STRONG=TOO_STRONG,
     )
 
 
@@ -177,6 +180,7 @@ def report_charts(r: Report) -> dict:
             (100 * usage.by_turn[0, :shown].T).tolist(), "card", "turn", "% of P1's plays", fmt=lambda v: f"{v:.0f}",
             low=0.0, high=100.0,
         )
+    out["cost_curves"] = [_curve_chart(curve) for curve in cost_curves(r)]
     if r.draws:
         out["draws"] = charts.bar_chart(
             "Value of drawing each bonus card, against a random draw", [d.card for d in r.draws],
@@ -184,6 +188,17 @@ def report_charts(r: Report) -> dict:
             fmt=signed, signed=True,
         )
     return out
+
+
+def _curve_chart(curve: dict):
+    """One cost curve: P1's value against P1's own amount of one card's cost or damage."""
+    number = "damage" if curve["number"] == "damage" else f"{curve['number']} cost"
+    points = curve["points"]
+    return charts.curve_chart(
+        f"{curve['card']}: {number}", [p["amount"] for p in points], [p["value"] for p in points], curve["printed"],
+        f"P1's {curve['card']} {number} (P2's unchanged)", "P1's value", fmt=lambda v: f"{v:.3f}",
+        missing="not certified", y_range=(0.0, 1.0),
+    )
 
 
 # Restricted values this close are one value: each solve certifies its own to about 1e-11.

@@ -1,0 +1,201 @@
+"""The report's figures as plain data: what a point of cost is worth (the price
+rows), the cost curves, and every other figure the page shows, as the JSON
+that `report --json FILE` writes. The page's price table and cost-curve charts
+are drawn from these same rows, so the file and the page cannot disagree.
+
+A figure read from a solve that is not certified is never a number here
+either: its value is null, with `"certified": false` and the certificate's
+text beside it."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from enum import Enum
+
+import numpy as np
+
+from rules.charge_spark.turn import KNOCK_OUT, MOON
+
+from ..analysis.price import DAMAGE, PointValue, PricePoint
+from ..analysis.stalls import mean_length, median_length
+from ..certificate import CertificateStatus
+from ..core.outcome import Seat
+from .build import Report
+
+TOO_STRONG = "too strong?"
+"""The label of the price rows whose one-point nerf costs P1 least per share of its plays."""
+MIN_PLAY_SHARE = 0.01
+"""A card played less than this share of P1's plays is no candidate for "too strong"."""
+
+
+def _number(x: float | None) -> float | None:
+    """A finite float, or None (JSON has no nan or infinity)."""
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def _point(amount: int, setting: str | None, value: float, status: CertificateStatus, error: str | None,
+           baseline: float, printed: bool) -> dict:
+    """One point of a curve: its value and change in pp from the rules', or null with why."""
+    shown = error is None and status.certified
+    return {
+        "amount": amount, "printed": printed, "setting": setting,
+        "value": _number(value) if shown else None,
+        "change_pp": _number(100 * (value - baseline)) if shown else None,
+        "certified": shown,
+        "certificate": f"could not be solved: {error}" if error else status.text,
+    }
+
+
+def _numbers(points: list[tuple[PricePoint, PointValue]]) -> dict[tuple[str, str], list]:
+    """The points grouped by number (card, kind), in the order they come."""
+    grouped: dict[tuple[str, str], list] = {}
+    for point, value in points:
+        grouped.setdefault((point.card, point.kind), []).append((point, value))
+    return grouped
+
+
+def cost_curves(r: Report) -> list[dict]:
+    """Per number (each cost a card has, each attack's damage), P1's value at
+    the start against P1's own amount, the rules' own among them (marked
+    `printed`): the points had so far, in order of amount."""
+    baseline, table = r.summary.value, r.certificate
+    out = []
+    for (card, kind), had in _numbers(r.points).items():
+        printed = had[0][0].printed
+        points = [_point(p.amount, p.setting, v.value, v.certificate, v.error, baseline, False) for p, v in had]
+        points.append(_point(printed, None, baseline, table, None, baseline, True))
+        points.sort(key=lambda point: point["amount"])
+        out.append({"card": card, "number": kind, "key": had[0][0].key, "printed": printed, "points": points})
+    return out
+
+
+def price_rows(r: Report) -> list[dict]:
+    """Per number, what one step of it is worth to P1, its owner:
+
+    - `price_pp`: P1's value one step better (a cost one down, a damage one
+      up) minus the rules' value, in percentage points;
+    - `nerf_pp`: the rules' value minus P1's value one step worse: what a
+      one-point nerf costs its owner;
+    - `p1_play_share`: the card's share of P1's plays under optimal play
+      (section 2), and `nerf_pp_per_play_pct`: the nerf's cost per percent of
+      those plays. The rows with the smallest (a card played much that a nerf
+      barely hurts) carry the label `TOO_STRONG`."""
+    shares = dict(zip(r.usage.cards, r.usage.overall[0].tolist())) if r.usage is not None else {}
+    rows = []
+    for curve in cost_curves(r):
+        by_amount = {point["amount"]: point for point in curve["points"]}
+        printed, damage = curve["printed"], curve["number"] == DAMAGE
+        better = by_amount.get(printed + 1 if damage else printed - 1)
+        worse = by_amount.get(printed - 1 if damage else printed + 1)
+        share = shares.get(curve["card"])
+        nerf = None if worse is None or worse["change_pp"] is None else -worse["change_pp"]
+        per_play = nerf / (100 * share) if nerf is not None and share is not None and share >= MIN_PLAY_SHARE else None
+        rows.append({
+            "card": curve["card"], "number": curve["number"], "key": curve["key"], "printed": printed,
+            "better": better, "worse": worse,
+            "price_pp": None if better is None else better["change_pp"], "nerf_pp": nerf,
+            "p1_play_share": share, "nerf_pp_per_play_pct": per_play, "label": None,
+        })
+    candidates = [row["nerf_pp_per_play_pct"] for row in rows if row["nerf_pp_per_play_pct"] is not None]
+    if len(candidates) > 1:
+        least = min(candidates)
+        for row in rows:
+            if row["nerf_pp_per_play_pct"] is not None and row["nerf_pp_per_play_pct"] <= least + 1e-9:
+                row["label"] = TOO_STRONG
+    return rows
+
+
+def price_sentence(row: dict) -> str | None:
+    """"one battery off spark is worth +12.3 pp to its owner" (None where that point has no certified value)."""
+    if row["price_pp"] is None:
+        return None
+    step = f"one more damage from {row['card']}" if row["number"] == DAMAGE else (
+        f"one {row['number']} off {row['card']}")
+    return f"{step} is worth {round(row['price_pp'], 1) + 0.0:+.1f} pp to its owner"
+
+
+def report_figures(r: Report) -> dict:
+    """Every figure the page shows, by section (those of the sections shown), as JSON-ready data."""
+    summary = r.summary
+    median = median_length(summary.length_pmf) if len(summary.length_pmf) else None
+    out: dict = {
+        "rules": {"name": r.rules.name, "fingerprint": r.fingerprint, "differences": list(r.changed)},
+        "states": r.states, "certificate": {**r.certificate.as_json(), "text": r.certificate.text},
+        "sections": list(r.sections), "pending": dict(r.pending),
+        "headline": {
+            "value": summary.value, "outcomes": dict(summary.outcomes),
+            "p1_wins": summary.wins(Seat.P1), "p2_wins": summary.wins(Seat.P2),
+            "mean_length": _number(mean_length(summary.expected_length, summary.outcomes["unending"])),
+            "expected_length_given_end": _number(summary.expected_length),
+            "median_length": median, "length_beyond": summary.length_beyond,
+            "length_turns": len(summary.length_pmf), "length_pmf": [float(p) for p in summary.length_pmf],
+            "stalls": [{"position": text, **asdict(s)} for text, s in r.stalls],
+        },
+    }
+    if r.usage is not None and "usage" in r.sections:
+        u = r.usage
+        out["usage"] = {
+            "opening": {"p1": dict(r.start.row_strategy), "p2": dict(r.start.col_strategy)},
+            "cards": [{"card": card, "p1_share": float(u.overall[0][i]), "p2_share": float(u.overall[1][i]),
+                       "status": u.status[card].value} for i, card in enumerate(u.cards)],
+            "by_turn_p1": u.by_turn[0].tolist(),
+        }
+    if "strength" in r.sections:
+        out["indispensable"] = [{
+            "card": x.card, "certified": x.error is None and x.certificate.certified,
+            "value": _number(x.value) if x.error is None and x.certificate.certified else None,
+            "change_pp": _number(100 * (x.value - summary.value)) if x.error is None and x.certificate.certified
+            else None, "unplayed": x.unplayed, "error": x.error, "certificate": x.certificate.text,
+            "seconds": x.seconds} for x in r.restricted]
+        out["draws"] = [{"card": d.card, "gain_pp": 100 * d.gain, "draws_per_game": d.draws_per_game} for d in r.draws]
+    if "price" in r.sections:
+        out["price"] = price_rows(r)
+        out["price_skipped"] = [asdict(x) for x in r.price_skipped]
+    if "cost-curves" in r.sections:
+        out["cost_curves"] = cost_curves(r)
+    if "sensitivity" in r.sections:
+        out["sensitivity"] = [_variant_row(v, s, summary.value) for v, s in r.variants]
+        out["sensitivity_skipped"] = [asdict(x) for x in r.skipped]
+    if "positions" in r.sections:
+        out["positions"] = [{"position": text, "title": a.title, "frequency": a.frequency, "value": a.answer.value,
+                             "p1": dict(a.answer.row_strategy), "p2": dict(a.answer.col_strategy),
+                             "rows": list(a.answer.rows), "cols": list(a.answer.cols),
+                             "matrix": [list(row) for row in a.answer.matrix]} for text, a in r.positions]
+    if "skill" in r.sections:
+        out["skill"] = [asdict(p) for p in r.skill]
+    if "hidden" in r.sections and r.hidden is not None:
+        out["hidden"] = r.hidden.as_json()
+    out["made"] = [asdict(part) for part in r.made]
+    return json_ready(out)
+
+
+def json_ready(data):
+    """`data` with every float that JSON cannot hold (nan, infinity) as None, numpy numbers as Python's,
+    tuples as lists."""
+    if isinstance(data, dict):
+        return {str(key): json_ready(value) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [json_ready(value) for value in data]
+    if isinstance(data, bool) or data is None or isinstance(data, str):
+        return data
+    if isinstance(data, (int, np.integer)):
+        return int(data)
+    if isinstance(data, (float, np.floating)):
+        return _number(float(data))
+    if isinstance(data, np.ndarray):
+        return json_ready(data.tolist())
+    if isinstance(data, Enum):
+        return data.value
+    return str(data)
+
+
+def _variant_row(v, s, baseline: float) -> dict:
+    shown = s.certificate.certified
+    return {
+        "variant": v.label, "setting": v.setting, "certified": shown, "certificate": s.certificate.text,
+        "value": s.value if shown else None, "change_pp": 100 * (s.value - baseline) if shown else None,
+        "knock_out": s.by(KNOCK_OUT) if shown else None, "moon": s.by(MOON) if shown else None,
+        "unending": s.outcomes["unending"] if shown else None,
+        "expected_length": _number(s.expected_length) if shown else None, "seconds": s.seconds, "reused": s.reused,
+    }
