@@ -1150,3 +1150,13 @@ def test_a_position_that_adds_too_many_states_to_the_table_is_not_solved_while_i
     assert response.json()["error"].startswith("this position is outside the stored table and adds more than 1 states")
     monkeypatch.undo()
     assert tiny.client.get("/api/query", params={"position": outside}).status_code == 200
+
+
+def test_a_one_seat_rule_set_draws_each_players_cards_at_its_own_price():
+    from rules.charge_spark.state import initial_position
+    from solver.explore.board_svg import board_svg
+
+    rules = apply_overrides(RuleSet(), [*TINY, "start_battery=2", "p2.cost.spark.battery=2"])
+    svg = str(board_svg(rules, initial_position(rules)))
+    spark_tips = re.findall(r"<title>spark; cost ([^;]+); (playable|cannot be paid)</title>", svg)
+    assert spark_tips == [("1B", "playable"), ("2B", "playable")]  # P1's Spark, then P2's

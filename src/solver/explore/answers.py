@@ -140,7 +140,7 @@ class Explorer:
 
     def legal(self, position: Position, seat: int) -> tuple[Card, ...]:
         """The cards the player in `seat` (0: P1, 1: P2) may play at `position`."""
-        return legal_cards(self.rules, position.player(seat))
+        return legal_cards(self.rules, position.player(seat), seat)
 
     def card(self, position: Position, seat: int, name: str | None) -> Card:
         """The card called `name`, checked playable by `seat` at `position`."""

@@ -103,12 +103,13 @@ def player_panel(rules: RuleSet, player: PlayerState, seat: int, left: float, to
                              ("Disc", player.disc, rules.disc_tiles)):
         body += _tiles(left, y, label, up, total)
         y += 22
-    legal = set(legal_cards(rules, player))
+    legal = set(legal_cards(rules, player, seat))
+    own = rules.seat(seat)  # a one-seat rule set prices each player's cards by its own numbers
     body.append(_text(left, y + 14, "hand", anchor="start", size=12, weight="bold"))
     y += 20
     hand = player.hand()
     for k, card in enumerate(hand):
-        body.append(_card(left + (k % 4) * 82, y + (k // 4) * 40, card, card.label, card in legal, rules.cost(card)))
+        body.append(_card(left + (k % 4) * 82, y + (k // 4) * 40, card, card.label, card in legal, own.cost(card)))
     y += 40 * math.ceil(max(len(hand), 1) / 4)
     body.append(_text(left, y + 14, "rest zone", anchor="start", size=12, weight="bold"))
     rest = player.rest
@@ -117,7 +118,7 @@ def player_panel(rules: RuleSet, player: PlayerState, seat: int, left: float, to
                     f' stroke-dasharray="3 3"/>{_text(left + 108, y + 21, "empty", size=11, fill="#718096")}')
     else:
         label = rest.card.label if rest.copied is None else f"copy>{rest.copied.label}"
-        body.append(_card(left + 70, y, rest.card, label, True, rules.cost(rest.card)))
+        body.append(_card(left + 70, y, rest.card, label, True, own.cost(rest.card)))
     return body, y + 40
 
 
