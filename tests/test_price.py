@@ -171,3 +171,20 @@ def test_the_rules_table_serves_as_the_printed_point(priced, rules):
         printed = [p for p in curve["points"] if p["printed"]]
         assert len(printed) == 1 and printed[0]["amount"] == curve["printed"]
         assert printed[0]["value"] == pytest.approx(report.summary.value) and math.isfinite(printed[0]["value"])
+
+
+def test_the_most_valuable_point_names_every_number_tied_for_it():
+    from solver.report.figures import most_valuable
+
+    rows = [{"card": c, "number": "battery", "price_pp": v} for c, v in (("a", 50.0), ("b", 12.0), ("c", 50.0 - 1e-9),
+                                                                         ("d", None))]
+    assert [row["card"] for row in most_valuable(rows)] == ["a", "c"]
+    assert most_valuable([{"card": "d", "price_pp": None}]) == []
+
+
+def test_a_json_file_that_cannot_be_written_is_refused_before_anything_is_solved(tmp_path):
+    args = [arg for key in BASE for arg in ("--set", key)]
+    result = CliRunner().invoke(main, ["report", *args, "--out", str(tmp_path / "r.html"), "--cache-dir",
+                                       str(tmp_path / "cache"), "--json", str(tmp_path / "missing" / "r.json")])
+    assert result.exit_code == 2 and "r.json" in result.stderr
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "r.html").exists()

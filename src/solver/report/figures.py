@@ -106,6 +106,13 @@ def price_rows(r: Report) -> list[dict]:
     return rows
 
 
+def most_valuable(rows: list[dict]) -> list[dict]:
+    """The price rows tied for the largest worth of one point (none where no point is certified)."""
+    valued = [row for row in rows if row["price_pp"] is not None]
+    top = max((row["price_pp"] for row in valued), default=None)
+    return [row for row in valued if row["price_pp"] >= top - 1e-7]
+
+
 def price_sentence(row: dict) -> str | None:
     """"one battery off spark is worth +12.3 pp to its owner" (None where that point has no certified value)."""
     if row["price_pp"] is None:

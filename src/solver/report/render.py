@@ -21,7 +21,7 @@ from ..core.outcome import Seat
 from ..summary import StartSummary
 from . import charts
 from .build import FINDINGS_CARD, GREEDY, STILL_TO_COME, UNIFORM, Report, findings_variant
-from .figures import TOO_STRONG, cost_curves, price_rows, price_sentence
+from .figures import TOO_STRONG, cost_curves, most_valuable, price_rows, price_sentence
 from .made import duration, made_totals
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -111,7 +111,8 @@ def render_report(report: Report) -> str:
         UNIFORM=UNIFORM, GREEDY=GREEDY, turns_shown=TURNS_SHOWN, pending_titles=PENDING_TITLES,
         STILL_TO_COME=STILL_TO_COME, duration=duration, made=made_totals(report.made), Seat=Seat,
         KNOCK_OUT=KNOCK_OUT, MOON=MOON, hidden_rows=hidden_rows(report)[0], hidden_order=hidden_rows(report)[1],
-        price=price_rows(report), curves=cost_curves(report), price_sentence=price_sentence, TOO_STRONG=TOO_STRONG,
+        price=price_rows(report), price_sentence=price_sentence, TOO_STRONG=TOO_STRONG,
+        most_valuable=most_valuable(price_rows(report)),
     )
 
 
