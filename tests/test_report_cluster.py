@@ -18,9 +18,10 @@ from solver.analysis.results_cache import ResultsCache
 from solver.cli import main
 from solver.core import jobs as jobs_module
 
-# 18 further solves of a second or two each (5,000 states); only the sections that need them.
+# Further solves of a second or two each (5,000 states): restricted games, price points, variants; only the
+# sections that need them.
 TINY = ["--set", "board=SM", "--set", "health=1", "--set", "bonus_cards="]
-SECTIONS = ["--sections", "strength,sensitivity"]
+SECTIONS = ["--sections", "strength,price,sensitivity"]
 TIMINGS = {"seconds", "reused", "warm_started"}
 
 
@@ -29,11 +30,11 @@ def run(*args: str):
 
 
 def further_answers(cache: Path) -> dict[str, dict]:
-    """What the report kept of each further solve (restricted game, variant), timings aside."""
+    """What the report kept of each further solve (restricted game, price point, variant), timings aside."""
     rules = apply_overrides(RuleSet(), [TINY[i + 1] for i in range(0, len(TINY), 2)])
     entries = ResultsCache(cache, fingerprint(rules)).entries
     return {key: {k: v for k, v in entry.items() if k not in TIMINGS} for key, entry in entries.items()
-            if key.startswith(("without:", "variant:"))}
+            if key.startswith(("without:", "variant:", "price:"))}
 
 
 def assert_same_numbers(got, expected, where: str = "") -> None:
