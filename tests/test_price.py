@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -188,3 +189,36 @@ def test_a_json_file_that_cannot_be_written_is_refused_before_anything_is_solved
                                        str(tmp_path / "cache"), "--json", str(tmp_path / "missing" / "r.json")])
     assert result.exit_code == 2 and "r.json" in result.stderr
     assert not (tmp_path / "cache").exists() and not (tmp_path / "r.html").exists()
+
+
+def test_an_interrupted_price_report_resumes_from_its_parts(tmp_path, monkeypatch):
+    """The points solved before an interruption are kept in the parts file and not solved again."""
+    import solver.report.solves as solves
+
+    solved = []
+    real = solves.point_value
+
+    def interrupted_at_the_third(job):
+        if len(solved) == 2:
+            raise KeyboardInterrupt
+        solved.append(job.point.setting)
+        return real(job)
+
+    monkeypatch.setattr(solves, "point_value", interrupted_at_the_third)
+    parts = tmp_path / "parts.json"
+    args = ["report", *[arg for key in BASE for arg in ("--set", key)], "--sections", "price", "--workers", "1",
+            "--cache-dir", str(tmp_path / "cache"), "--parts", str(parts)]
+    result = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "first.html")])
+    assert result.exit_code == 130 and "run the report again to resume" in result.stderr
+    total = int(re.search(r"solve 1 of (\d+)", result.stderr).group(1))
+    kept = [key for key in json.loads(parts.read_text())["entries"] if key.startswith("price:")]
+    assert len(kept) == 2
+
+    monkeypatch.setattr(solves, "point_value", real)
+    result = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "second.html"), "--json",
+                                       str(tmp_path / "second.json")])
+    assert result.exit_code == 0, result.output
+    assert f"solve 1 of {total - 2} " in result.stderr
+    figures = json.loads((tmp_path / "second.json").read_text())
+    assert "price" in figures and "cost_curves" not in figures  # the sections left out are left out here too
+    assert all(row["price_pp"] is not None and row["nerf_pp"] is not None for row in figures["price"])
