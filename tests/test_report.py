@@ -793,10 +793,15 @@ def test_the_price_and_cost_curve_sections_show_the_figures_report_json_writes(r
     other sections' figures are there under their keys."""
     html, path, _, _ = report
     data = json.loads((path.parent / "report.json").read_text())
-    for key in ("headline", "usage", "indispensable", "draws", "price", "cost_curves", "sensitivity", "positions",
-                "skill", "hidden", "made"):
+    for key in ("findings", "headline", "usage", "indispensable", "draws", "price", "cost_curves", "sensitivity",
+                "positions", "skill", "hidden", "made"):
         assert key in data, key
     assert data["headline"]["value"] == pytest.approx(float(cell(html, "value")), abs=1e-6)
+    box = unescape(re.sub(r"<[^>]+>", "", re.search(r'<li id="price-finding">(.*?)</li>', html, re.S).group(1)))
+    for top in data["findings"]["most_valuable_point"]:
+        assert f"{top['price_pp']:+.1f} pp to its owner" in box and top["card"] in box
+    for candidate in data["findings"]["too_strong"]:
+        assert f"{candidate['card']}'s {candidate['number']}: a one-point nerf costs P1 {candidate['nerf_pp']:.1f} pp" in box
     table = re.search(r'id="price-table">(.*?)</table>', html, re.S).group(1)
     rows = re.findall(r'<tr class="price-row">(.*?)</tr>', table, re.S)
     assert len(rows) == len(data["price"]) > 0

@@ -140,6 +140,7 @@ def report_figures(r: Report) -> dict:
             "stalls": [{"position": text, **asdict(s)} for text, s in r.stalls],
         },
     }
+    out["findings"] = _findings(r)
     if r.usage is not None and "usage" in r.sections:
         u = r.usage
         out["usage"] = {
@@ -195,6 +196,31 @@ def json_ready(data):
     if isinstance(data, Enum):
         return data.value
     return str(data)
+
+
+def _findings(r: Report) -> dict:
+    """The box at the top ("In short"): the figures each of its lines gives."""
+    from .render import findings  # the page's own reading: render imports this module
+
+    box = findings(r)
+    out: dict = {
+        "most_indispensable": [{"card": x.card, "value": x.value} for x in box["strongest"]],
+        "least_missed": [{"card": x.card, "value": x.value} for x in box["least"]],
+        "not_certified_cards": [x.card for x in r.restricted if x.error is None and not x.certificate.certified],
+        "dead": list(box["dead"]) if box["dead"] is not None else None,
+    }
+    if "price" in r.sections:
+        rows = price_rows(r)
+        out["most_valuable_point"] = [{"card": row["card"], "number": row["number"], "price_pp": row["price_pp"]}
+                                      for row in most_valuable(rows)]
+        out["too_strong"] = [{"card": row["card"], "number": row["number"], "nerf_pp": row["nerf_pp"],
+                              "p1_play_share": row["p1_play_share"]} for row in rows if row["label"] == TOO_STRONG]
+    if box["cost_up"] is not None:
+        v, s = box["cost_up"]
+        out["cost_up"] = {"variant": v.label, "setting": v.setting, **_variant_row(v, s, r.summary.value),
+                          "median_length": median_length(s.length_pmf) if len(s.length_pmf) else None,
+                          "length_beyond": s.length_beyond if len(s.length_pmf) else None}
+    return out
 
 
 def _variant_row(v, s, baseline: float) -> dict:
