@@ -222,3 +222,18 @@ def test_an_interrupted_price_report_resumes_from_its_parts(tmp_path, monkeypatc
     figures = json.loads((tmp_path / "second.json").read_text())
     assert "price" in figures and "cost_curves" not in figures  # the sections left out are left out here too
     assert all(row["price_pp"] is not None and row["nerf_pp"] is not None for row in figures["price"])
+
+
+def test_a_point_that_could_not_be_solved_says_so_on_its_curve_and_in_its_row(priced):
+    from dataclasses import replace
+
+    from solver.report.render import render_report
+
+    report, _ = priced
+    (point, _), *rest = report.points
+    failed = replace(report, points=[(point, PointValue(float("nan"), "GraphTooLargeError: too large")), *rest])
+    shown = next(p for c in cost_curves(failed) for p in c["points"]
+                 if (c["card"], c["number"], p["amount"]) == (point.card, point.kind, point.amount))
+    assert shown["value"] is None and shown["certificate"] == "could not be solved: GraphTooLargeError: too large"
+    html = render_report(failed)
+    assert ">not solved</text>" in html and "could not be solved: GraphTooLargeError: too large" in html

@@ -169,13 +169,13 @@ def heat_map(
 
 def curve_chart(
     title: str, xs: Sequence[int], ys: Sequence[float | None], marked: int, x_label: str, y_label: str,
-    fmt: Callable[[float], str] = lambda v: f"{v:.3g}", missing: str = "n/a",
+    fmt: Callable[[float], str] = lambda v: f"{v:.3g}", missing: str | Sequence[str] = "n/a",
     y_range: tuple[float, float] | None = None,
 ) -> Markup:
     """A small line chart of a few points at integer positions `xs`, each point
     drawn as a dot with its value written beside it, the point at `marked` (the
     rules' own) ringed and labelled. A point whose y is None is drawn as no
-    number: `missing` is written at its place on the x axis. `y_range`: the
+    number: `missing` (one text, or one a point) is written at its place on the x axis. `y_range`: the
     values the y axis may span at most (a probability's 0 to 1)."""
     width, height = 330, 230
     left, right, top, bottom = 56, 18, 34, 52
@@ -200,11 +200,12 @@ def curve_chart(
     if len(drawn) > 1:
         path = " ".join(f"{x(xv):.1f},{y(yv):.1f}" for xv, yv in drawn)
         body.append(f'<polyline points="{path}" fill="none" stroke="{POSITIVE}" stroke-width="2"/>')
-    for xv, yv in zip(xs, ys):
+    missing_texts = [missing] * len(xs) if isinstance(missing, str) else list(missing)
+    for xv, yv, why in zip(xs, ys, missing_texts):
         body.append(_text(x(xv), top + plot_h + 14, str(xv), anchor="middle", size=11,
                           weight="bold" if xv == marked else "normal"))
         if yv is None or not math.isfinite(yv):
-            body.append(_text(x(xv), top + plot_h - 6, missing, anchor="middle", size=9, fill=NEGATIVE))
+            body.append(_text(x(xv), top + plot_h - 6, why, anchor="middle", size=9, fill=NEGATIVE))
             continue
         if xv == marked:
             body.append(f'<circle cx="{x(xv):.1f}" cy="{y(yv):.1f}" r="7" fill="none" stroke="{NEGATIVE}"'

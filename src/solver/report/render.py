@@ -198,7 +198,8 @@ def _curve_chart(curve: dict):
     return charts.curve_chart(
         f"{curve['card']}: {number}", [p["amount"] for p in points], [p["value"] for p in points], curve["printed"],
         f"P1's {curve['card']} {number} (P2's unchanged)", "P1's value", fmt=lambda v: f"{v:.3f}",
-        missing="not certified", y_range=(0.0, 1.0),
+        missing=["not solved" if p["certificate"].startswith("could not") else "not certified" for p in points],
+        y_range=(0.0, 1.0),
     )
 
 
