@@ -237,3 +237,19 @@ def test_a_point_that_could_not_be_solved_says_so_on_its_curve_and_in_its_row(pr
     assert shown["value"] is None and shown["certificate"] == "could not be solved: GraphTooLargeError: too large"
     html = render_report(failed)
     assert ">not solved</text>" in html and "could not be solved: GraphTooLargeError: too large" in html
+
+
+def test_a_running_report_says_how_many_price_points_are_solved(rules, tmp_path):
+    from solver.report.render import render_report
+
+    partials = []
+    finished = build_report(rules, tmp_path, sections=("headline", "price"), workers=1, on_partial=partials.append)
+    total = len(price_points(rules)[0])
+    counts = [int(re.match(rf"(\d+) of {total} price points solved so far", p.pending["price"]).group(1))
+              for p in partials if p.pending.get("price", "still to come") != "still to come"]
+    assert counts and counts == sorted(counts) and counts[-1] <= total
+    assert all(len(p.points) == n for p, n in zip(
+        [p for p in partials if p.pending.get("price", "still to come") != "still to come"], counts))
+    page = render_report(partials[-1])
+    assert 'id="price-pending"' in page and "price points solved so far" in page
+    assert "price" not in finished.pending and len(finished.points) == total
