@@ -1160,3 +1160,13 @@ def test_a_one_seat_rule_set_draws_each_players_cards_at_its_own_price():
     svg = str(board_svg(rules, initial_position(rules)))
     spark_tips = re.findall(r"<title>spark; cost ([^;]+); (playable|cannot be paid)</title>", svg)
     assert spark_tips == [("1B", "playable"), ("2B", "playable")]  # P1's Spark, then P2's
+
+
+def test_the_command_does_not_start_an_hours_solve_unasked(tmp_path):
+    # The printed rules, not stored: one line naming the command that stores them, exit 2, nothing written.
+    result = CliRunner().invoke(main, ["explore", "--cache-dir", str(tmp_path), "--port", "0"])
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is not stored" in lines[0] and "states" in lines[0]
+    assert f"run charge-spark solve --cache-dir {tmp_path} first" in lines[0]
+    assert list(tmp_path.iterdir()) == []

@@ -137,7 +137,7 @@ def _table_solved_now(
     whole = estimate_reachable(rule_set, initial_position(rule_set))
     if store and (limit is None or whole <= limit):
         refuse_if_estimate_too_large(whole, "from the start", max_states, per_state)  # before saying it solves
-        say(f"no stored table for these rules: solving {_about_states(whole)} ({solve_time_text(whole)}),"
+        say(f"no stored table for these rules: solving {about_states(whole)} ({solve_time_text(whole)}),"
             " stored for next time")
         return solved_table(rule_set, path.parent, max_states=max_states, show_progress=show_progress,
                             warn=warn, workers=usable_cores())
@@ -147,11 +147,11 @@ def _table_solved_now(
     if max_states is None and limit is not None and here > limit:
         reach = "these rules have" if start else "play from this position reaches"
         raise SolveNotAskedError(
-            f"{reach} {_about_states(here)} ({solve_time_text(here)} to solve): run {solve_command} first,"
+            f"{reach} {about_states(here)} ({solve_time_text(here)} to solve): run {solve_command} first,"
             " or pass --max-states to solve them here")
     where = "from the start" if start else "from this position"
-    why = "" if not store else f" (the rules' table, {_about_states(whole)}, is stored by {solve_command})"
-    say(f"no stored table for these rules: solving {_about_states(here)} {where} ({solve_time_text(here)}),"
+    why = "" if not store else f" (the rules' table, {about_states(whole)}, is stored by {solve_command})"
+    say(f"no stored table for these rules: solving {about_states(here)} {where} ({solve_time_text(here)}),"
         f" not stored{why}")
     return None
 
@@ -200,7 +200,7 @@ def _states(count: int) -> str:
     return f"{count:,} state" + ("" if count == 1 else "s")
 
 
-def _about_states(count: float) -> str:
+def about_states(count: float) -> str:
     """An estimated count of states, as said before a solve: 'about 220,000 states'."""
     from .core.solve import approximate_count
 

@@ -408,7 +408,8 @@ def explore(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ..
 
     rule_set = rules_in_force(rules_file, overrides)
     ctx.obj["interrupt_note"] = "the explorer stopped; nothing partial was saved"
-    serve(rule_set, cache_dir, host, port, lambda line: click.echo(printable(line)), warn)
+    serve(rule_set, cache_dir, host, port, lambda line: click.echo(printable(line)), warn,
+          solve_command_line(rules_file, overrides, cache_dir))
 
 
 @main.command()

@@ -19,8 +19,10 @@ import click
 
 from rules.charge_spark.config import RuleSet, fingerprint
 from rules.charge_spark.game import ChargeSparkGame, ReferenceChargeSparkGame
+from rules.charge_spark.size import estimate_reachable
 from rules.charge_spark.state import initial_position
 
+from ..answering import UNASKED_SOLVE_LIMIT, SolveNotAskedError, about_states, solve_time_text
 from ..core.files import OutputError
 from ..core.resources import usable_cores
 from ..core.table_file import table_path
@@ -36,16 +38,23 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def stored_table(rules: RuleSet, cache_dir: str | None, warn: Callable[[str], None],
-                 log: Callable[[str], None]) -> Path:
+                 log: Callable[[str], None], solve_command: str = "charge-spark solve") -> Path:
     """The path of the rule set's stored table: solved and stored first (with
     progress on a terminal) when it is not, the start's length and stalls kept
-    as `solve` keeps them."""
+    as `solve` keeps them. Past `UNASKED_SOLVE_LIMIT` states, an hour's solve
+    is not started unasked: `SolveNotAskedError` names `solve_command`."""
     key = fingerprint(rules)
     path = table_path(Path(cache_dir) if cache_dir else default_cache_dir(), key)
     code = ChargeSparkGame(rules).encode(initial_position(rules))
     if stored_part(path, key, code, ReferenceChargeSparkGame(rules), warn) is not None:
         return path  # a few blocks read: the table is answered state by state from here on
-    log(f"the table of these rules [{key}] is not stored yet: solving it first")
+    whole = estimate_reachable(rules, initial_position(rules))
+    if whole > UNASKED_SOLVE_LIMIT:
+        raise SolveNotAskedError(
+            f"the table of these rules [{key}] is not stored, and they have {about_states(whole)}"
+            f" ({solve_time_text(whole)} to solve): run {solve_command} first; the explorer reads the stored table")
+    log(f"no stored table for these rules [{key}]: solving {about_states(whole)} ({solve_time_text(whole)}),"
+        " stored for next time")
     table = solved_table(rules, cache_dir, show_progress=sys.stderr.isatty(), warn=warn, workers=usable_cores())
     if not table.stored:
         raise OutputError(f"the table could not be stored in {table.path.parent}: the explorer reads its answers"
@@ -111,9 +120,11 @@ def serving_in_thread(explorer: Explorer, host: str = "127.0.0.1") -> Iterator[s
 
 
 def serve(rules: RuleSet, cache_dir: str | None, host: str, port: int, echo: Callable[[str], None],
-          warn: Callable[[str], None]) -> None:
-    """Serve the explorer of `rules` until interrupted."""
-    stored_table(rules, cache_dir, warn, lambda line: print(f"charge-spark: {line}", file=sys.stderr, flush=True))
+          warn: Callable[[str], None], solve_command: str = "charge-spark solve") -> None:
+    """Serve the explorer of `rules` until interrupted (`solve_command`: the
+    command that stores the rules' table, named when it is too large to solve unasked)."""
+    stored_table(rules, cache_dir, warn, lambda line: print(f"charge-spark: {line}", file=sys.stderr, flush=True),
+                 solve_command)
     sock = listen(host, port)
     explorer = Explorer(rules, cache_dir)
     server = _server(explorer, host)
