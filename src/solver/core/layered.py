@@ -780,7 +780,9 @@ def _count_done(run: _LayersRun, done: _LayerDone, progress: Callable[[int], Non
         progress(done.states)
 
 
-_CHECKPOINT_VERSION = 1  # of what a kept layer holds: another version is solved anew
+_CHECKPOINT_VERSION = 2  # of what a kept layer holds: another version is solved anew
+"""2: components without stationary optimal strategies are bracketed by costly-delay rounds
+(`everett`); a rank kept by version 1 could hold a bracket 0.47 wide there, so it is not reused."""
 
 
 def _manifest(layers: list[Layer], keep: _Keep) -> dict:
