@@ -29,7 +29,7 @@ from .core.result import SolveResult, StateAnswer
 from .core.table_file import table_path
 from .progress_lines import rounded_duration
 from .storage import default_cache_dir
-from .tables import SolvedTable, solve_to_boundary, solved_table, stored_part
+from .tables import SolvedTable, cached_table, solve_to_boundary, solved_table, stored_part
 from .user_errors import printable
 
 if TYPE_CHECKING:  # imported where used: scipy's solvers are no part of a plain answer's start
@@ -219,6 +219,32 @@ def lasting_at(rule_set: RuleSet, position: Position, result: SolveResult, cache
         Path(cache_dir) if cache_dir else default_cache_dir(), source, edge is not None, warn,
         note, follow_play,
     )
+
+
+def usage_at(rule_set: RuleSet, position: Position, result: SolveResult, cache_dir: str | None, source: Path | None,
+             edge: Path | None, follow_play: bool = False, warn: Callable[[str], None] = warn_on_stderr) -> dict | None:
+    """Each card's share of each player's plays over whole games from `position`, where `answer_at`
+    answered it, and the dead cards, as the report's card usage counts them: `{"p1": {card: share}, "p2": ...,
+    "dead": [...]}`. None past a table's edge, and from a stored table of a million states or more unless
+    `follow_play` (play is then followed through all of it)."""
+    from .analysis.sensitivity import play_of
+    from .analysis.stalls import KEPT_STATES, _stored_states
+
+    if edge is not None:
+        return None
+    game = ChargeSparkGame(rule_set)
+    code = game.encode(position)
+    if source is not None:
+        key = fingerprint(rule_set)
+        if not follow_play and _stored_states(source, key) >= KEPT_STATES:
+            return None
+        whole = cached_table(source, key, warn, mapped=True)
+        if whole is None:
+            return None
+        result = whole
+    play, _ = play_of(game, result, code, 200)
+    return {"p1": dict(zip(play.cards, play.p1_share)), "p2": dict(zip(play.cards, play.p2_share)),
+            "dead": list(play.dead)}
 
 
 def query_json(

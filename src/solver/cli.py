@@ -36,7 +36,7 @@ from rules.charge_spark.state import initial_position
 from rules.charge_spark.turn import KNOCK_OUT, MOON
 
 from .analysis.results_cache import ResultsCache
-from .answering import UNASKED_SOLVE_LIMIT, answer_at, lasting_at, query_json
+from .answering import UNASKED_SOLVE_LIMIT, answer_at, lasting_at, query_json, usage_at
 from .certificate import CERTIFICATE_BOUND, CertificateStatus, certificate_status, states_over_bound, table_certificate
 from .core.files import OutputError, check_writable, write_text_atomically, writes_through
 from .core.outcome import Outcome, Seat, win_probability
@@ -309,9 +309,13 @@ def value_mark(status: CertificateStatus) -> str:
 @click.option("--no-store", "no_store", is_flag=True, help="Do not store the table a query solves.")
 @click.option("--follow-play", "follow_play", is_flag=True,
               help="Follow play through a large stored table for the length's median and tail and the stalls.")
+@click.option("--usage", "with_usage", is_flag=True,
+              help="With --json: each card's share of each player's plays over whole games from POSITION, as the"
+                   " report counts them (`usage`; null past a table's edge, or from a table of a million states"
+                   " or more without --follow-play).")
 def query(
     position: str, rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, as_json: bool,
-    max_states: int | None, no_store: bool, follow_play: bool,
+    max_states: int | None, no_store: bool, follow_play: bool, with_usage: bool = False,
 ) -> None:
     """Optimal play at POSITION (`start`, or the spec's notation in quotes).
 
@@ -339,7 +343,10 @@ def query(
     lasting = lasting_at(rule_set, parsed, result, cache_dir, source, edge, follow_play, warn=warn, note=query_note)
     elapsed = time.perf_counter() - started
     if as_json:
-        click.echo(json.dumps(query_json(rule_set, format_position(parsed, rule_set), answer, result, lasting)))
+        figures = query_json(rule_set, format_position(parsed, rule_set), answer, result, lasting)
+        if with_usage:
+            figures["usage"] = usage_at(rule_set, parsed, result, cache_dir, source, edge, follow_play, warn=warn)
+        click.echo(json.dumps(figures))
     else:
         click.echo(query_text(rule_set, format_position(parsed, rule_set), answer, result, elapsed, source, edge,
                               lasting))

@@ -44,6 +44,7 @@ from ..tables import (
     warm_start,
     warn_on_stderr,
 )
+from .usage import CardUsage
 
 if TYPE_CHECKING:
     from ..core.solve import StartFigures  # not imported at run time: it loads the compiled kernels
@@ -79,6 +80,51 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class VariantPlay:
+    """Which cards a variant's optimal play uses, over whole games from its start (`usage.CardUsage`, kept small)."""
+
+    cards: tuple[str, ...]
+    """Every card legal somewhere in the variant, in action order."""
+    p1_share: tuple[float, ...]
+    """P1's share of its plays going to each card of `cards`."""
+    p2_share: tuple[float, ...]
+    dead: tuple[str, ...]
+    """The cards in no optimal strategy anywhere (`CardStatus.DEAD`)."""
+
+    @classmethod
+    def of(cls, usage: CardUsage) -> VariantPlay:
+        return cls(tuple(usage.cards), tuple(float(x) for x in usage.overall[0]),
+                   tuple(float(x) for x in usage.overall[1]), tuple(usage.dead))
+
+    def share(self, card: str) -> float:
+        """P1's share of its plays going to `card` (0 where it is never legal)."""
+        return dict(zip(self.cards, self.p1_share)).get(card, 0.0)
+
+    def entry(self) -> dict:
+        return {"cards": list(self.cards), "p1_share": list(self.p1_share), "p2_share": list(self.p2_share),
+                "dead": list(self.dead)}
+
+    @classmethod
+    def from_entry(cls, entry: dict | None) -> VariantPlay | None:
+        if entry is None:
+            return None
+        return cls(tuple(entry["cards"]), tuple(entry["p1_share"]), tuple(entry["p2_share"]), tuple(entry["dead"]))
+
+
+def play_of(game: ChargeSparkGame, result, start: int, max_turns: int = 200) -> tuple[VariantPlay, np.ndarray]:
+    """How optimal play from state `start` of the solved `result` uses each card, and the length's
+    distribution over `max_turns` turns: play followed once and propagated once, as the report does for the rules."""
+    from ..core.chain import turn_by_turn
+    from ..core.play import follow_play
+    from .usage import choices_to_follow, usage_from_play
+
+    followed = follow_play(game, result, start)
+    turns = turn_by_turn(followed.chain, followed.play.start, max_turns, choices_to_follow(followed),
+                         len(game.action_labels))
+    return VariantPlay.of(usage_from_play(game, result, followed, turns)), np.asarray(turns.length_pmf[:max_turns])
+
+
+@dataclass(frozen=True)
 class VariantSummary:
     """What a variant comes to at its start (the numbers a sweep row holds)."""
 
@@ -92,12 +138,17 @@ class VariantSummary:
     warm_started: bool = False  # solved from the values of `VariantJob.warm_from` (same answer, sooner)
     states: int | None = None  # the variant table's states (None for another start, or kept by an earlier version)
     max_exploitability: float | None = None  # the solve's certificate, over all its states (None: not kept)
+    play: VariantPlay | None = None
+    """How the variant is played from its start (None: not known, as for a part kept by an earlier version,
+    or a variant solved only up to another table's edge)."""
 
     @classmethod
     def of(cls, summary: StartSummary, seconds: float, reused: bool, warm_started: bool = False,
-           states: int | None = None, max_exploitability: float | None = None) -> VariantSummary:
+           states: int | None = None, max_exploitability: float | None = None,
+           play: VariantPlay | None = None) -> VariantSummary:
         return cls(summary.value, dict(summary.outcomes), summary.terminal_outcomes, summary.expected_length, seconds,
-                   reused, tuple(float(p) for p in summary.length_pmf), warm_started, states, max_exploitability)
+                   reused, tuple(float(p) for p in summary.length_pmf), warm_started, states, max_exploitability,
+                   play)
 
     @property
     def certificate(self) -> CertificateStatus:
@@ -191,7 +242,8 @@ class VariantJob:
     max_states: int | None = None
     """Refuse to enumerate more (None: what the solver's own memory check allows)."""
     length_turns: int = 0
-    """Turns of the exact length distribution to compute (0: the expected length only, one lookup)."""
+    """Turns of the exact length distribution to compute, with how play uses each card (`VariantPlay`)
+    (0: neither; the expected length only, one lookup)."""
     warm_from: WarmTable | None = None
     """A stored table (the baseline rules': `tables.warm_table_of`) whose values start a
     variant's solve when the variant keeps the state encoding; else it starts cold."""
@@ -214,8 +266,9 @@ def _summary(job: VariantJob) -> VariantSummary:
         # Another start of a game: solved up to the game's stored table (whole if none is stored).
         key = fingerprint(variant.same_game_as)
         path = table_path(Path(job.cache_dir) if job.cache_dir else default_cache_dir(), key)
+        # No length distribution or card usage: play goes on past the edge, in the stored table.
         (summary, epsilon), _ = solve_to_boundary(path, key, lambda boundary: certified_summary_from(
-            variant.rules, variant.start, job.length_turns, workers=job.workers, show_progress=job.show_progress,
+            variant.rules, variant.start, 0, workers=job.workers, show_progress=job.show_progress,
             max_states=job.max_states, boundary=boundary,
         ), warn_on_stderr)
         return VariantSummary.of(summary, time.perf_counter() - started, False, max_exploitability=epsilon)
@@ -237,9 +290,10 @@ def _rules_summary(job: VariantJob, started: float) -> VariantSummary:
     path = table_path(Path(job.cache_dir) if job.cache_dir else default_cache_dir(), key)
     stored = cached_table(path, key, warn_on_stderr, mapped=True) if path.is_file() else None
     if stored is not None:
-        summary = summarise_from(game, stored, code, job.length_turns)
+        play = play_of(game, stored, code, job.length_turns)[0] if job.length_turns > 0 else None
+        summary = summarise_from(game, stored, code, job.length_turns)  # the length as `query` reads it
         return VariantSummary.of(summary, time.perf_counter() - started, True, states=stored.num_states,
-                                 max_exploitability=largest_exploitability(stored))
+                                 max_exploitability=largest_exploitability(stored), play=play)
     from ..core.solve import refuse_if_estimate_too_large, solve_from, solve_start_figures
 
     refuse_if_estimate_too_large(estimate_reachable(rules), "from the start", job.max_states, layered_bytes_per_state())
@@ -249,7 +303,8 @@ def _rules_summary(job: VariantJob, started: float) -> VariantSummary:
         # The length distribution follows play through the strategies of every state it reaches:
         # a whole solve, held (memory-mapped) only while it is read.
         result = solve_from(game, [code], **options)
-        summary, states = summarise_from(game, result, code, job.length_turns), result.num_states
+        play, pmf = play_of(game, result, code, job.length_turns)
+        summary, states = summarise_from(game, result, code, job.length_turns, length_pmf=pmf), result.num_states
         epsilon = largest_exploitability(result)
     else:
         # Half an hour at the printed rules' size: an interrupted report resumes the ranks it finished.
@@ -257,7 +312,9 @@ def _rules_summary(job: VariantJob, started: float) -> VariantSummary:
         with resuming_in(kept) as resume:
             figures = solve_start_figures(game, [code], hurried=True, resume_dir=resume, **options)
         summary, states, epsilon = figures_summary(figures, 0), figures.num_states, figures.max_exploitability
-    return VariantSummary.of(summary, time.perf_counter() - started, False, warm is not None, int(states), epsilon)
+        play = None
+    return VariantSummary.of(summary, time.perf_counter() - started, False, warm is not None, int(states), epsilon,
+                             play)
 
 
 def figures_summary(figures: StartFigures, i: int) -> StartSummary:

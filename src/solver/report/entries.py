@@ -11,7 +11,7 @@ import numpy as np
 from ..analysis.draws import DrawValue
 from ..analysis.policy_play import PlayFigures
 from ..analysis.positions import AnnotatedPosition
-from ..analysis.sensitivity import VariantSummary
+from ..analysis.sensitivity import VariantPlay, VariantSummary
 from ..analysis.stalls import Stall
 from ..analysis.usage import CardStatus, CardUsage
 from ..core.outcome import Outcome
@@ -100,11 +100,14 @@ def variant_entry(summary: VariantSummary) -> dict:
     return {"value": summary.value, "outcomes": summary.outcomes, "expected_length": summary.expected_length,
             "seconds": summary.seconds, "length_pmf": list(summary.length_pmf), "states": summary.states,
             "terminal_outcomes": outcomes_entry(summary.terminal_outcomes),
-            "max_exploitability": summary.max_exploitability}
+            "max_exploitability": summary.max_exploitability,
+            "play": None if summary.play is None else summary.play.entry()}
 
 
 def variant_from(entry: dict) -> VariantSummary:
-    """A kept variant; one kept before the certificate was has none (`certificate` unknown: not certified)."""
+    """A kept variant; one kept before the certificate was has none (`certificate` unknown: not certified),
+    one kept before its card usage was has none (`play` None: not known)."""
     return VariantSummary(entry["value"], dict(entry["outcomes"]), outcomes_from(entry["terminal_outcomes"]),
                           entry["expected_length"], entry["seconds"], True, tuple(entry["length_pmf"]),
-                          states=entry.get("states"), max_exploitability=entry.get("max_exploitability"))
+                          states=entry.get("states"), max_exploitability=entry.get("max_exploitability"),
+                          play=VariantPlay.from_entry(entry.get("play")))

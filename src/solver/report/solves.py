@@ -226,8 +226,8 @@ def further_solves(
     labels = ([f"P1 may not play {card}" for card in plan.cards] + [p.label for p in plan.points]
               + [v.label for v in plan.variants])
     options = {"workers": 1, "show_progress": False}
-    # The findings box gives its variant's median game length beside the headline's: a
-    # stalling tail of a few games in a thousand can put the mean in the thousands of turns.
+    # The sensitivity rows give each variant's median game length and how its play uses each card:
+    # a stalling tail of a few games in a thousand can put the mean in the thousands of turns.
     # Each starts from the rules' own table where it shares its state encoding: same answer, sooner.
     warm = warm_table_of(rules, cache_dir)
     kept_in = str(Path(cache_dir).resolve())
@@ -235,8 +235,9 @@ def further_solves(
     jobs += [PriceJob(p, warm_from=warm, cache_dir=kept_in, **options) for p in plan.points]
     first_variant = len(jobs)
     jobs += [
-        VariantJob(v, kept_in, length_turns=LENGTH_TURNS if v == plan.first else 0,
-                   warm_from=warm, **options)
+        # Cold: a warm start ends on another of the optimal strategies where there are several, and the
+        # variant's card shares would then differ from those `query` gives for its rules.
+        VariantJob(v, kept_in, length_turns=LENGTH_TURNS, **options)
         for v in plan.variants]
 
     started = time.perf_counter()
