@@ -61,7 +61,8 @@ def test_every_section_is_there_with_charts(report):
     charts = [unescape(t) for t in re.findall(r"<svg [^>]*class=\"chart\"><title>([^<]+)</title>", html)]
     assert len(charts) >= 10
     for title in ("How long games last", "Share of P1's plays", "card choice by turn", "may not play",
-                  "Value of drawing", "Change in P1's value", "knock-out", "expected game length", "P(the simple policy wins)"):
+                  "Value of drawing", "Change in P1's value", "knock-out", "Expected game length", "never ends",
+                  "How much play moves", "P(the simple policy wins)"):
         assert any(title in t for t in charts), title
     assert "Opening: value to P1 after each pair of cards" in html
     assert "--set cost.lightning.battery=3" in html  # the findings box answers "what if Lightning costs 3"
@@ -95,12 +96,15 @@ def test_the_findings_box_gives_the_lightning_variants_median_length_as_its_own_
     headline = (tmp_path / "l3.html").read_text()
     assert re.search(rf"half of all games are over by turn</th><td>{median}</td>", headline)
     assert re.search(rf"P\(still going after 200 turns\)</th><td>{re.escape(beyond)}</td>", headline)
-    # Only the variant the box reads pays for its length distribution.
+    # Every variant of the rules (not another start) has its length distribution and card usage, for its row's
+    # median and shifts; the box's among them.
     rules = apply_overrides(RuleSet(), [SMALL[i + 1] for i in range(0, len(SMALL), 2)] + [f"name={HOSTILE_NAME}"])
     variants = sensitivity_variants(rules)[0]
     results = ResultsCache(cache, fingerprint(rules))
     with_length = [v for v in variants if results.get(variant_key(v))["length_pmf"]]
-    assert with_length == [findings_variant(variants)]
+    assert findings_variant(variants) in with_length
+    assert with_length == [v for v in variants if v.same_game_as is None]
+    assert all(results.get(variant_key(v))["play"] is not None for v in with_length)
 
 
 def test_findings_split_ties_from_values_that_differ():
@@ -281,7 +285,7 @@ def test_report_with_the_handicap_row(tmp_path):
     assert result.exit_code == 0, result.output
     html = out.read_text()
     row = re.search(r"<td class=\"text\">P1 starts with Health 1 \(2\)</td>.*?</tr>", html, re.S).group(0)
-    value = float(re.findall(r"<td>([0-9.]+)</td>", row)[0])
+    value = float(re.findall(r"<td class=\"value\">([0-9.]+)", row)[0])
     assert value < 0.5
     assert "Left out" not in html
 

@@ -52,11 +52,13 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
 
 def bar_chart(
     title: str, labels: Sequence[str], values: Sequence[float], axis_label: str,
-    fmt: Callable[[float], str] = lambda v: f"{v:.3g}", *, signed: bool = False,
+    fmt: Callable[[float], str] = lambda v: f"{v:.3g}", *, signed: bool = False, cap: float | None = None,
 ) -> Markup:
     """Horizontal bars, one per label; `signed` draws them from a zero line
-    (negative to the left, in another colour)."""
-    finite = [v for v in values if math.isfinite(v)] or [0.0]
+    (negative to the left, in another colour). `cap`: the scale ends there; a
+    bar past it (an outlier) runs to the edge, broken, and says its value and
+    that it is off the scale, so the others stay readable."""
+    finite = [min(v, cap) if cap is not None else v for v in values if math.isfinite(v)] or [0.0]
     low, high = min(0.0, *finite), max(0.0, *finite)
     if low == high == 0.0:
         low, high = (-1e-3, 1e-3) if signed else (0.0, 1.0)
@@ -77,10 +79,17 @@ def bar_chart(
         if not math.isfinite(value):
             body.append(_text(x(0.0) + 4, y + row * 0.68, "n/a", size=11))
             continue
-        a, b = sorted((x(0.0), x(value)))
+        outlier = cap is not None and value > cap
+        a, b = sorted((x(0.0), x(min(value, high) if outlier else value)))
         colour = NEGATIVE if value < 0 else POSITIVE
-        body.append(f'<rect x="{a:.1f}" y="{y + 3}" width="{max(b - a, 0.8):.1f}" height="{row - 6}" fill="{colour}"/>')
+        marked = ' class="outlier"' if outlier else ""
+        body.append(f'<rect x="{a:.1f}" y="{y + 3}" width="{max(b - a, 0.8):.1f}" height="{row - 6}" fill="{colour}"'
+                    f"{marked}/>")
         label = fmt(value)
+        if outlier:  # a break across the bar, and the label says so
+            body.append(f'<line x1="{b - 14:.1f}" y1="{y + row - 2}" x2="{b - 8:.1f}" y2="{y + 2}" stroke="#fff"'
+                        ' stroke-width="3"/>')
+            label = f"{label} (off the scale)"
         width = 6.0 * len(label)  # about, at size 10
         if value >= 0 and b + 4 + width > WIDTH - 2:
             at, anchor, fill = b - 4, "end", "#fff"  # no room past the bar's end: inside it

@@ -163,7 +163,7 @@ def report_figures(r: Report) -> dict:
     if "cost-curves" in r.sections:
         out["cost_curves"] = cost_curves(r)
     if "sensitivity" in r.sections:
-        out["sensitivity"] = [_variant_row(v, s, summary.value) for v, s in r.variants]
+        out["sensitivity"] = sensitivity_rows(r)
         out["sensitivity_skipped"] = [asdict(x) for x in r.skipped]
     if "positions" in r.sections:
         out["positions"] = [{"position": text, "title": a.title, "frequency": a.frequency, "value": a.answer.value,
@@ -215,20 +215,151 @@ def _findings(r: Report) -> dict:
                                       for row in most_valuable(rows)]
         out["too_strong"] = [{"card": row["card"], "number": row["number"], "nerf_pp": row["nerf_pp"],
                               "p1_play_share": row["p1_play_share"]} for row in rows if row["label"] == TOO_STRONG]
+    if "sensitivity" in r.sections:
+        nature = nature_findings(sensitivity_rows(r))
+        out["endless"] = [{"variant": row["variant"], "setting": row["setting"], "unending": row["unending"]}
+                          for row in nature["endless"]]
+        out["twice_as_long"] = [{"variant": row["variant"], "setting": row["setting"],
+                                 "length_ratio": row["length_ratio"], "median_length": row["median_length"],
+                                 "length_given_end": row["length_given_end"]} for row in nature["longer"]]
+        out["becomes_dead"] = [{"variant": row["variant"], "card": card} for row, card in nature["dead"]]
+        out["becomes_dominant"] = [{"variant": row["variant"], "card": card,
+                                    "p1_share": next(x["variant"] for x in row["shares"] if x["card"] == card)}
+                                   for row, card in nature["dominant"]]
     if box["cost_up"] is not None:
         v, s = box["cost_up"]
-        out["cost_up"] = {"variant": v.label, "setting": v.setting, **_variant_row(v, s, r.summary.value),
+        out["cost_up"] = {"variant": v.label, "setting": v.setting, **_variant_row(v, s, r),
                           "median_length": median_length(s.length_pmf) if len(s.length_pmf) else None,
                           "length_beyond": s.length_beyond if len(s.length_pmf) else None}
     return out
 
 
-def _variant_row(v, s, baseline: float) -> dict:
-    shown = s.certificate.certified
+SHIFTS_NAMED = 3
+"""The card shares each sensitivity row names, the largest shifts first."""
+DOMINANT_SHARE = 0.5
+"""A card is *dominant* where it takes at least this share of P1's plays."""
+ENDLESS_SHARE = 0.01
+"""A variant whose P(unending) rises to at least this (from below it) makes games endless, for "In short"."""
+LONGER = 2.0
+"""A variant whose games last at least this many times as long (median, given that they end) is named in "In short"."""
+
+
+def sensitivity_rows(r: Report) -> list[dict]:
+    """Per variant of the sensitivity section, what it does to play, the rows where play changes most first:
+
+    - `shares`: each card's share of P1's plays under the rules and under the variant (whole games, as in
+      section 2), and the shift in pp; `top_shifts` the `SHIFTS_NAMED` largest, as text ("charge 32.3% → 3.3%");
+    - `unending` (P(the game never ends)), `length_given_end` (the expected length of the games that end),
+      `median_length` (the turn by which half of all games are over; null past the turns counted), `mean_length`
+      (the mean over all games: null where some never end);
+    - the win-type mix: `knock_out`, `moon` (either player), `unending`, each with its change in pp;
+    - `became_dead`, `became_dominant`: cards dead (in no optimal strategy) or dominant (at least
+      `DOMINANT_SHARE` of P1's plays) under the variant and not under the rules;
+    - `play_change_pp`: how much play moved, the larger of the card mix's movement (half the sum of the
+      shifts' sizes) and the win-type mix's (the same over knock-out, moon and unending): the rows' order.
+
+    A variant that is not certified gives none of these (null, `certified` false, the certificate's text);
+    a figure a part kept by an earlier version does not hold is null ("not known")."""
+    rows = [_variant_row(v, s, r) for v, s in r.variants]
+    order = sorted(range(len(rows)), key=lambda i: (rows[i]["play_change_pp"] is None,
+                                                      -(rows[i]["play_change_pp"] or 0.0), i))
+    return [rows[i] for i in order]
+
+
+def _rules_play(r: Report) -> dict | None:
+    """The rules' own figures the variants are compared with."""
+    summary = r.summary
     return {
+        "knock_out": summary.by(KNOCK_OUT), "moon": summary.by(MOON), "unending": summary.outcomes["unending"],
+        "length_given_end": _number(summary.expected_length),
+        "median_length": median_length(summary.length_pmf) if len(summary.length_pmf) else None,
+        "shares": dict(zip(r.usage.cards, r.usage.overall[0].tolist())) if r.usage is not None else None,
+        "dead": set(r.usage.dead) if r.usage is not None else None,
+    }
+
+
+def nature_findings(rows: list[dict]) -> dict:
+    """What "In short" leads with, from the certified sensitivity rows (`sensitivity_rows`) alone:
+
+    - `endless`: variants under which at least `ENDLESS_SHARE` of games never end, where under the rules
+      fewer do; the most endless first;
+    - `longer`: variants whose games (those that end) last at least `LONGER` times as long: by the median
+      where both medians are known, else by the expected length given that the game ends; the longest first;
+    - `dead`, `dominant`: (variant, card) where a card becomes dead or dominant."""
+    shown = [row for row in rows if row["certified"]]
+    endless = sorted((row for row in shown if row["unending"] >= ENDLESS_SHARE
+                      and row["unending"] - row["unending_change_pp"] / 100 < ENDLESS_SHARE),
+                     key=lambda row: -row["unending"])
+    longer = []
+    for row in shown:
+        ratio = _length_ratio(row)
+        if ratio is not None and ratio >= LONGER:
+            longer.append({**row, "length_ratio": ratio})
+    longer.sort(key=lambda row: -row["length_ratio"])
+    return {
+        "endless": endless, "longer": longer,
+        "dead": [(row, card) for row in shown for card in row["became_dead"] or []],
+        "dominant": [(row, card) for row in shown for card in row["became_dominant"] or []],
+    }
+
+
+def _length_ratio(row: dict) -> float | None:
+    """The variant's length (given that games end) over the rules': by the medians where both are known."""
+    if row["median_length"] is not None and row["rules_median_length"]:
+        return row["median_length"] / row["rules_median_length"]
+    if row["length_given_end"] is not None and row["rules_length_given_end"]:
+        return row["length_given_end"] / row["rules_length_given_end"]
+    return None
+
+
+def share_shift_text(card: str, before: float, after: float) -> str:
+    """"charge 32.3% → 3.3%"."""
+    return f"{card} {100 * before:.1f}% \u2192 {100 * after:.1f}%"
+
+
+def _variant_row(v, s, r: Report) -> dict:
+    baseline = r.summary.value
+    rules = _rules_play(r)
+    shown = s.certificate.certified
+    row = {
         "variant": v.label, "setting": v.setting, "certified": shown, "certificate": s.certificate.text,
         "value": s.value if shown else None, "change_pp": 100 * (s.value - baseline) if shown else None,
         "knock_out": s.by(KNOCK_OUT) if shown else None, "moon": s.by(MOON) if shown else None,
         "unending": s.outcomes["unending"] if shown else None,
         "expected_length": _number(s.expected_length) if shown else None, "seconds": s.seconds, "reused": s.reused,
+        "length_given_end": None, "median_length": None, "mean_length": None, "length_beyond": None,
+        "rules_median_length": rules["median_length"], "rules_length_given_end": rules["length_given_end"],
+        "knock_out_change_pp": None, "moon_change_pp": None, "unending_change_pp": None,
+        "shares": None, "top_shifts": None, "became_dead": None, "became_dominant": None, "play_change_pp": None,
     }
+    if not shown:
+        return row
+    unending = s.outcomes["unending"]
+    row.update({
+        "length_given_end": _number(s.expected_length),
+        "median_length": median_length(np.asarray(s.length_pmf)) if len(s.length_pmf) else None,
+        "mean_length": _number(mean_length(s.expected_length, unending)),
+        "length_beyond": s.length_beyond if len(s.length_pmf) else None,
+        "knock_out_change_pp": 100 * (s.by(KNOCK_OUT) - rules["knock_out"]),
+        "moon_change_pp": 100 * (s.by(MOON) - rules["moon"]),
+        "unending_change_pp": 100 * (unending - rules["unending"]),
+    })
+    mix = sum(abs(row[k]) for k in ("knock_out_change_pp", "moon_change_pp", "unending_change_pp")) / 2
+    row["play_change_pp"] = mix
+    if s.play is None or rules["shares"] is None:
+        return row
+    before = rules["shares"]
+    cards = list(before) + [card for card in s.play.cards if card not in before]
+    shares = [{"card": card, "rules": before.get(card, 0.0), "variant": s.play.share(card),
+               "shift_pp": 100 * (s.play.share(card) - before.get(card, 0.0))} for card in cards]
+    largest = sorted(shares, key=lambda x: -abs(x["shift_pp"]))[:SHIFTS_NAMED]
+    row.update({
+        "shares": shares,
+        "top_shifts": [share_shift_text(x["card"], x["rules"], x["variant"]) for x in largest
+                       if abs(x["shift_pp"]) >= 0.05],
+        "became_dead": [card for card in s.play.dead if card not in rules["dead"]],
+        "became_dominant": [x["card"] for x in shares
+                            if x["variant"] >= DOMINANT_SHARE and x["rules"] < DOMINANT_SHARE],
+        "play_change_pp": max(mix, sum(abs(x["shift_pp"]) for x in shares) / 2),
+    })
+    return row

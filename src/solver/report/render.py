@@ -21,7 +21,16 @@ from ..core.outcome import Seat
 from ..summary import StartSummary
 from . import charts
 from .build import FINDINGS_CARD, GREEDY, STILL_TO_COME, UNIFORM, Report, findings_variant
-from .figures import TOO_STRONG, cost_curves, most_valuable, price_rows, price_sentence
+from .figures import (
+    DOMINANT_SHARE,
+    TOO_STRONG,
+    cost_curves,
+    most_valuable,
+    nature_findings,
+    price_rows,
+    price_sentence,
+    sensitivity_rows,
+)
 from .made import duration, made_totals
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -29,7 +38,7 @@ TURNS_SHOWN = 15  # of the usage-by-turn heat map
 PENDING_TITLES = {
     "usage": "2. Card usage", "strength": "3. How indispensable each card is",
     "draws": "3. Value of drawing each bonus card", "price": "4. What a point is worth", "cost-curves": "5. Cost curves",
-    "sensitivity": "6. Sensitivity", "positions": "7. What is optimal here", "skill": "8. Skill gap",
+    "sensitivity": "6. What a change does to play", "positions": "7. What is optimal here", "skill": "8. Skill gap",
     "hidden": "9. What hiding bonus cards changes",
 }
 """How a report written while it runs names the parts still to come (`Report.pending`)."""
@@ -113,6 +122,8 @@ def render_report(report: Report) -> str:
         KNOCK_OUT=KNOCK_OUT, MOON=MOON, hidden_rows=hidden_rows(report)[0], hidden_order=hidden_rows(report)[1],
         price=price_rows(report), price_sentence=price_sentence, TOO_STRONG=TOO_STRONG,
         most_valuable=most_valuable(price_rows(report)),
+        sensitivity=sensitivity_rows(report), nature=nature_findings(sensitivity_rows(report)),
+        DOMINANT_SHARE=DOMINANT_SHARE, LONG_TAIL=LONG_TAIL,
     )
 
 
@@ -132,7 +143,6 @@ def report_charts(r: Report) -> dict:
     # A further solve that is not certified shows no number: it is drawn in no chart either.
     restricted = [x for x in r.restricted if x.certificate.certified]
     variants = [(v, s) for v, s in r.variants if s.certificate.certified]
-    labels = [v.label for v, _ in variants]
     out = {"length": _length_chart(r.summary.length_pmf, "How long games last under optimal play")}
     if restricted:
         out["restricted"] = charts.bar_chart(
@@ -141,21 +151,7 @@ def report_charts(r: Report) -> dict:
             "change in value to P1 (percentage points)", fmt=signed, signed=True,
         )
     if variants:
-        out["sensitivity_length"] = charts.bar_chart(
-            "Change in expected game length from the baseline rules", labels,
-            [s.expected_length - baseline.expected_length for _, s in variants],
-            "change in expected length (turns, given the game ends)", fmt=signed, signed=True,
-        )
-        out["sensitivity_knockout"] = charts.bar_chart(
-            "Change in the share of games won by knock-out", labels,
-            [100 * (s.by(KNOCK_OUT) - baseline.by(KNOCK_OUT)) for _, s in variants],
-            "change in P(a player wins by knock-out) (percentage points)", fmt=signed, signed=True,
-        )
-        out["sensitivity_value"] = charts.bar_chart(
-            "Change in P1's value at the start from the baseline rules", labels,
-            [100 * (s.value - baseline.value) for _, s in variants],
-            "change in value to P1 (percentage points)", fmt=signed, signed=True,
-        )
+        out.update(sensitivity_charts(r))
     if r.skill:
         out["skill"] = charts.bar_chart(
             "P(the simple policy wins), playing P1", [f"{p.name}: {opp}" for p in r.skill for opp in ("vs optimal", "vs best response")],
@@ -188,6 +184,63 @@ def report_charts(r: Report) -> dict:
             [100 * d.gain for d in r.draws], "value to the drawer, minus a random draw's (percentage points)",
             fmt=signed, signed=True,
         )
+    return out
+
+
+LONG_TAIL = 10
+"""A mean length (given that the game ends) over this many times the median is marked as pulled up by a long tail."""
+OUTLIER = 5.0
+"""A length more than this many times the median of the lengths charted is an outlier: past the chart's scale."""
+
+
+def length_cap(values: list[float]) -> float | None:
+    """Where a length chart's scale ends: a quarter past the largest length that is no outlier (`OUTLIER`), or
+    None where there is no outlier. So a stalling variant's mean of thousands of turns does not flatten the rest."""
+    finite = sorted(v for v in values if v is not None and math.isfinite(v) and v > 0)
+    if not finite:
+        return None
+    typical = float(np.median(finite))
+    kept = [v for v in finite if v <= OUTLIER * typical]
+    return None if len(kept) == len(finite) else 1.25 * max(kept)
+
+
+def sensitivity_charts(r: Report) -> dict:
+    """The sensitivity section's charts, from its rows (`figures.sensitivity_rows`), the certified ones alone,
+    in the rows' order (where play moves most first), the rules' own figure first where it has one."""
+    rows = [row for row in sensitivity_rows(r) if row["certified"]]
+    labels = [row["variant"] for row in rows]
+    out = {}
+    moved = [row for row in rows if row["play_change_pp"] is not None]
+    if moved:
+        out["sensitivity_moved"] = charts.bar_chart(
+            "How much play moves under each variant", [row["variant"] for row in moved],
+            [row["play_change_pp"] for row in moved],
+            "percentage points of P1's card mix (or of how games end) that move", fmt=lambda v: f"{v:.1f}",
+        )
+    out["sensitivity_unending"] = charts.bar_chart(
+        "P(the game never ends) under each variant", ["the rules"] + labels,
+        [100 * r.summary.outcomes["unending"]] + [100 * row["unending"] for row in rows],
+        "probability that the game never ends (%)", fmt=lambda v: f"{v:.1f}",
+    )
+    medians = [row["median_length"] for row in rows]
+    rules_median = rows[0]["rules_median_length"] if rows else None
+    if any(m is not None for m in medians):
+        values = [float(rules_median) if rules_median is not None else math.nan] + [
+            float(m) if m is not None else math.nan for m in medians]
+        out["sensitivity_median"] = charts.bar_chart(
+            "Median game length under each variant", ["the rules"] + labels, values,
+            "turn by which half of all games are over", fmt=lambda v: f"{v:,.0f}", cap=length_cap(values),
+        )
+    means = [float(r.summary.expected_length)] + [
+        row["length_given_end"] if row["length_given_end"] is not None else math.nan for row in rows]
+    out["sensitivity_length"] = charts.bar_chart(
+        "Expected game length under each variant, given that the game ends", ["the rules"] + labels, means,
+        "expected length of the games that end (turns)", fmt=lambda v: f"{v:,.1f}", cap=length_cap(means),
+    )
+    out["sensitivity_knockout"] = charts.bar_chart(
+        "Change in the share of games won by knock-out", labels, [row["knock_out_change_pp"] for row in rows],
+        "change in P(a player wins by knock-out) (percentage points)", fmt=signed, signed=True,
+    )
     return out
 
 
