@@ -35,6 +35,7 @@ from rules.charge_spark.notation import format_position, parse_position
 from rules.charge_spark.state import initial_position
 from rules.charge_spark.turn import KNOCK_OUT, MOON
 
+from . import progress_lines  # noqa: F401 - the progress lines of every command read "charge-spark: ..."
 from .analysis.results_cache import ResultsCache
 from .answering import UNASKED_SOLVE_LIMIT, answer_at, lasting_at, query_json, usage_at
 from .certificate import CERTIFICATE_BOUND, CertificateStatus, certificate_status, states_over_bound, table_certificate
@@ -43,7 +44,6 @@ from .core.outcome import Outcome, Seat, win_probability
 from .core.resources import FOLLOW_PLAY_BYTES_PER_STATE, states_that_fit, usable_cores
 from .core.result import STANDOFF_DEPENDENCE, HurryFigures, SolveResult, StateAnswer
 from .core.table_file import table_path
-from .progress_lines import PhaseProgress
 from .storage import CACHE_ENV, check_cache_dir, default_cache_dir
 from .sweep import SweepError
 from .tables import cached_table, resume_dir_of, solved_table, stored_part
@@ -555,7 +555,7 @@ def hidden(
     horizon, or bracketed by honest bounds where the tree outgrows the cap.
     """
     from .hidden.analysis import DEFAULT_MAX_HORIZON, DEFAULT_MAX_NODES
-    from .hidden.run import hidden_analysis
+    from .hidden.run import hidden_analysis, phases_progress
     from .hidden.text import hidden_text
 
     rule_set = rules_in_force(rules_file, overrides)
@@ -569,23 +569,12 @@ def hidden(
 
         wild_table = solved_wild_table(rule_set, table.result.states, cache_dir, warn=warn, workers=usable_cores(),
                                        show_progress=True, max_states=max_states)
-    shown: list[PhaseProgress] = []
-
-    def progress(done: int, total: int) -> None:
-        # A bar on a terminal, else a line every 30 s: S*M at health 1 has 17,373 phases.
-        if not shown:
-            shown.append(PhaseProgress("hidden phases solved", total))
-        shown[0].update(done)
-
-    try:
+    with phases_progress() as progress:
         analysis = hidden_analysis(
             rule_set, table.result, max_horizon=horizon or DEFAULT_MAX_HORIZON,
             max_nodes=max_nodes or DEFAULT_MAX_NODES, frequent=frequent, progress=progress, on_tree=on_tree,
             wild=wild_table,
         )
-    finally:
-        for bar in shown:
-            bar.close()
     if as_json:
         click.echo(json.dumps(dict(analysis.as_json(), rules=canonical_mapping(rule_set),
                                    fingerprint=fingerprint(rule_set))))

@@ -48,11 +48,10 @@ from ..certificate import CertificateStatus, certificate_status, largest_exploit
 from ..core.chain import TurnByTurn, turn_by_turn
 from ..core.graph import GraphTooLargeError
 from ..core.play import FollowedPlay, Play, follow_play
-from ..core.progress import PhaseProgress
 from ..core.resources import available_memory, layered_bytes_per_state, states_that_fit, usable_cores
 from ..core.result import StateAnswer
 from ..core.solve import ESTIMATE_MARGIN, EstimatedTooLargeError, approximate_count, byte_size
-from ..hidden.run import HiddenAnalysis, hidden_analysis
+from ..hidden.run import HiddenAnalysis, hidden_analysis, phases_progress
 from ..hidden.wild_table import WildTable, solved_wild_table
 from ..storage import default_cache_dir
 from ..summary import LENGTH_TURNS, StartSummary, summarise_from
@@ -564,20 +563,9 @@ class _Parts:
         """Every hidden phase of a small table; the most frequent in play of a large one (with bounds where they
         outgrow the cap), both sides of each bracket and the whole game's from the wild table."""
         wild = self.wild()
-        shown: list[PhaseProgress] = []
-
-        def progress(done: int, total: int) -> None:
-            # Minutes of phases on a large table: a bar on a terminal, else a line every 30 s.
-            if not shown:
-                shown.append(PhaseProgress("hidden phases solved", total))
-            shown[0].update(done)
-
-        try:
+        with phases_progress() as progress:
             return hidden_analysis(self.rules, self.table.result, play=(self.play, self.visits), wild=wild,
                                    progress=progress)
-        finally:
-            for bar in shown:
-                bar.close()
 
     def wild(self) -> WildTable | None:
         """The rules' wild table, solved or read from the tables cache (None where it would not fit in
