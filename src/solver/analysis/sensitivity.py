@@ -302,7 +302,10 @@ def _rules_summary(job: VariantJob, started: float) -> VariantSummary:
     if job.length_turns > 0:
         # The length distribution follows play through the strategies of every state it reaches:
         # a whole solve, held (memory-mapped) only while it is read.
-        result = solve_from(game, [code], **options)
+        # Resumable too: an interrupted report resumes the ranks it finished (kept apart from a figures-only solve's).
+        kept = further_resume_dir(job.cache_dir, key, "whole") if job.cache_dir else None
+        with resuming_in(kept) as resume:
+            result = solve_from(game, [code], resume_dir=resume, **options)
         play, pmf = play_of(game, result, code, job.length_turns)
         summary, states = summarise_from(game, result, code, job.length_turns, length_pmf=pmf), result.num_states
         epsilon = largest_exploitability(result)
