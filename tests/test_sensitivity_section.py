@@ -172,3 +172,32 @@ def test_a_variant_kept_without_card_usage_still_loads_and_shows_not_known(secti
     row = sensitivity_rows(report)[0]
     assert row["certified"] and row["shares"] is None and row["top_shifts"] is None and row["became_dead"] is None
     assert row["unending"] == pytest.approx(kept["unending"]) and row["median_length"] == kept["median_length"]
+
+
+def _row(variant: str, **figures) -> dict:
+    """A certified sensitivity row whose play did not move, with `figures` over it."""
+    row = {"variant": variant, "setting": f"--set {variant}", "certified": True, "unending": 0.0,
+           "unending_change_pp": 0.0, "median_length": 5, "rules_median_length": 5, "length_given_end": 5.0,
+           "rules_length_given_end": 5.0, "became_dead": [], "became_dominant": [], "shares": [],
+           "play_change_pp": 0.0}
+    return {**row, **figures}
+
+
+def test_in_short_reads_endless_longer_dead_and_dominant_from_certified_rows_alone():
+    from solver.report.figures import nature_findings
+
+    rows = [
+        _row("a", unending=0.4, unending_change_pp=40.0, median_length=None, length_given_end=6.0),
+        _row("b", median_length=11),  # 2.2 times as long by the median
+        _row("c", median_length=None, rules_median_length=None, length_given_end=9.0),  # 1.8 times: not named
+        _row("d", became_dead=["spark"], became_dominant=["move"],
+             shares=[{"card": "move", "rules": 0.2, "variant": 0.6, "shift_pp": 40.0}]),
+        _row("e", certified=False, unending=1.0, unending_change_pp=100.0, median_length=50,
+             became_dead=["barrier"]),  # not certified: never read
+        _row("f", unending=0.005, unending_change_pp=0.5),  # under 1% of games: not endless
+    ]
+    found = nature_findings(rows)
+    assert [row["variant"] for row in found["endless"]] == ["a"]
+    assert [(row["variant"], row["length_ratio"]) for row in found["longer"]] == [("b", pytest.approx(2.2))]
+    assert [(row["variant"], card) for row, card in found["dead"]] == [("d", "spark")]
+    assert [(row["variant"], card) for row, card in found["dominant"]] == [("d", "move")]

@@ -206,6 +206,8 @@ def test_a_variant_not_certified_or_kept_without_its_certificate_shows_no_number
         assert text in row and "0.6125" not in row and "61.0%" not in row and "7.2" not in row
     findings = html.split('id="findings"', 1)[1].split("</div>", 1)[0]
     assert "no figure of it is given" in findings and "0.6125" not in findings
+    assert "Left out of these findings, their solve not certified" in findings  # what a change does to play
+    assert "never end" not in findings and "61.0%" not in findings
     assert "Change in P1" not in html.split('id="sensitivity"', 1)[1]
 
 
