@@ -53,11 +53,13 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
 def bar_chart(
     title: str, labels: Sequence[str], values: Sequence[float], axis_label: str,
     fmt: Callable[[float], str] = lambda v: f"{v:.3g}", *, signed: bool = False, cap: float | None = None,
+    missing: Sequence[str] | None = None,
 ) -> Markup:
     """Horizontal bars, one per label; `signed` draws them from a zero line
     (negative to the left, in another colour). `cap`: the scale ends there; a
     bar past it (an outlier) runs to the edge, broken, and says its value and
-    that it is off the scale, so the others stay readable."""
+    that it is off the scale, so the others stay readable. `missing`: per
+    label, what to write for a value that is not a number (else "n/a")."""
     finite = [min(v, cap) if cap is not None else v for v in values if math.isfinite(v)] or [0.0]
     low, high = min(0.0, *finite), max(0.0, *finite)
     if low == high == 0.0:
@@ -77,7 +79,7 @@ def bar_chart(
         y = top + i * row
         body.append(_text(left - 6, y + row * 0.68, label, anchor="end", size=11))
         if not math.isfinite(value):
-            body.append(_text(x(0.0) + 4, y + row * 0.68, "n/a", size=11))
+            body.append(_text(x(0.0) + 4, y + row * 0.68, missing[i] if missing else "n/a", size=11))
             continue
         outlier = cap is not None and value > cap
         a, b = sorted((x(0.0), x(min(value, high) if outlier else value)))

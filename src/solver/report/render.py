@@ -230,12 +230,16 @@ def sensitivity_charts(r: Report) -> dict:
         out["sensitivity_median"] = charts.bar_chart(
             "Median game length under each variant", ["the rules"] + labels, values,
             "turn by which half of all games are over", fmt=lambda v: f"{v:,.0f}", cap=length_cap(values),
+            missing=["not known"] + [
+                f"over {len(r.summary.length_pmf)}: fewer than half of the games end" if row["length_beyond"] is not None
+                else "not known" for row in rows],
         )
     means = [float(r.summary.expected_length)] + [
         row["length_given_end"] if row["length_given_end"] is not None else math.nan for row in rows]
     out["sensitivity_length"] = charts.bar_chart(
         "Expected game length under each variant, given that the game ends", ["the rules"] + labels, means,
         "expected length of the games that end (turns)", fmt=lambda v: f"{v:,.1f}", cap=length_cap(means),
+        missing=["n/a"] + ["no game ends" if row["unending"] >= 1 - 1e-9 else "n/a" for row in rows],
     )
     out["sensitivity_knockout"] = charts.bar_chart(
         "Change in the share of games won by knock-out", labels, [row["knock_out_change_pp"] for row in rows],
