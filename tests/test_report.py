@@ -682,6 +682,40 @@ def test_the_hidden_card_section_lists_the_phases_with_the_largest_gains(report)
     assert "section 9 measures what hiding them changes" in unescape(html)
 
 
+def test_the_hidden_section_leads_with_what_a_secret_card_is_worth_to_its_holder(report):
+    """The lead is the holder's gain, bracketed; the method and the whole game's symmetric bracket
+    are in a details block after it."""
+    html = report[0]
+    section = unescape(re.search(r'<section id="hidden">(.*?)</section>', html, re.S).group(1))
+    lead = " ".join(re.sub(r"<[^>]+>", "", re.search(r'id="hidden-worth">(.*?)</p>', section, re.S).group(1)).split())
+    low, high = map(float, re.search(r"worth its holder ([+-][\d.]+) pp to ([+-][\d.]+) pp of winning chance", lead).groups())
+    assert 0.0 <= low <= high  # exact phases: the bracket is a point, a gain never negative on average here
+    assert section.index('id="hidden-worth"') < section.index('<details id="hidden-method">') < section.index('id="hidden-game"')
+    assert "wild games" in section.split('<details id="hidden-method">')[1]
+
+
+def test_a_holders_worth_is_its_gain_bracketed_from_its_own_side():
+    from types import SimpleNamespace
+
+    from solver.hidden.analysis import StartResult, summarise
+    from solver.report.figures import hidden_worth
+
+    def phase(holder: str, lower: float, upper: float, certified: bool = True) -> StartResult:
+        return StartResult(position="p", played="move / move", holder=holder, cards={"ray": 1.0}, open_average=0.5,
+                           lower=lower, upper=upper, horizon=3, nodes=10, exact=lower == upper, gain=0.0,
+                           holder_open_loss=0.0, naive_exploitability=0.0, seconds=0.0, certified=certified)
+
+    results = [phase("P1", 0.52, 0.56), phase("P2", 0.44, 0.47), phase("P1", 0.9, 0.1, certified=False)]
+    hidden = SimpleNamespace(results=results, frequency=[0.3, 0.1, 0.5])
+    worth = hidden_worth(SimpleNamespace(hidden=hidden))
+    # P1 holds: [0.52 - 0.5, 0.56 - 0.5]; P2 holds (values are P1's): [0.5 - 0.47, 0.5 - 0.44]; the crossed phase is left out.
+    assert worth["left_out"] == 1 and worth["weighted"]
+    assert worth["mean_at_least_pp"] == pytest.approx(100 * (0.3 * 0.02 + 0.1 * 0.03) / 0.4)
+    assert worth["mean_at_most_pp"] == pytest.approx(100 * (0.3 * 0.06 + 0.1 * 0.06) / 0.4)
+    assert worth["largest"]["holder"] == "P2" and worth["largest"]["at_least_pp"] == pytest.approx(3.0)
+    assert summarise(results[:2], 0.0).starts == 2
+
+
 def _one_phase_given_as_bounds(rules):
     """A hidden section of one phase bracketed by a capped tree, with no wild table (as the printed rules' was)."""
     from solver.hidden.analysis import StartResult, summarise

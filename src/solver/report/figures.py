@@ -174,6 +174,7 @@ def report_figures(r: Report) -> dict:
         out["skill"] = [asdict(p) for p in r.skill]
     if "hidden" in r.sections and r.hidden is not None:
         out["hidden"] = r.hidden.as_json()
+        out["hidden_worth"] = hidden_worth(r)
     out["made"] = [asdict(part) for part in r.made]
     return json_ready(out)
 
@@ -363,3 +364,40 @@ def _variant_row(v, s, r: Report) -> dict:
         "play_change_pp": max(mix, sum(abs(x["shift_pp"]) for x in shares) / 2),
     })
     return row
+
+
+def holder_gain_bracket(x) -> tuple[float, float]:
+    """What keeping the drawn card secret is worth to its holder in a hidden phase, as
+    (at least, at most): the hidden value's bracket against the open-hands value, from the
+    holder's side (values are P1's; P1 holds where both drew)."""
+    if x.holder == "P2":
+        return x.open_average - x.upper + 0.0, x.open_average - x.lower + 0.0
+    return x.lower - x.open_average + 0.0, x.upper - x.open_average + 0.0
+
+
+def hidden_worth(r: Report) -> dict | None:
+    """The hidden section's lead: what a secret card is worth to the one who drew it, bracketed,
+    averaged over the phases play meets (weighted by how often it meets each, where known), and
+    the phase where it is worth most. Phases whose bounds are not certified are left out and
+    counted."""
+    h = r.hidden
+    if h is None or not h.results:
+        return None
+    kept = [(x, times) for x, times in zip(h.results, h.frequency) if x.certified]
+    weights = [times for _, times in kept if times is not None and times > 0]
+    weighted = len(weights) == len(kept) and sum(weights) > 0
+    brackets = [holder_gain_bracket(x) for x, _ in kept]
+    if not kept:
+        return {"phases": len(h.results), "left_out": len(h.results), "weighted": False, "mean_at_least_pp": None,
+                "mean_at_most_pp": None, "largest": None}
+    w = np.array(weights if weighted else [1.0] * len(kept))
+    low = float(np.dot(w, [b[0] for b in brackets]) / w.sum())
+    high = float(np.dot(w, [b[1] for b in brackets]) / w.sum())
+    top = int(np.argmax([b[0] for b in brackets]))
+    x = kept[top][0]
+    return {
+        "phases": len(h.results), "left_out": len(h.results) - len(kept), "weighted": weighted,
+        "mean_at_least_pp": _number(100 * low), "mean_at_most_pp": _number(100 * high),
+        "largest": {"position": x.position, "played": x.played, "holder": x.holder,
+                    "at_least_pp": _number(100 * brackets[top][0]), "at_most_pp": _number(100 * brackets[top][1])},
+    }

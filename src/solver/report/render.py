@@ -25,6 +25,7 @@ from .figures import (
     DOMINANT_SHARE,
     TOO_STRONG,
     cost_curves,
+    hidden_worth,
     most_valuable,
     nature_findings,
     price_rows,
@@ -123,7 +124,7 @@ def render_report(report: Report) -> str:
         price=price_rows(report), price_sentence=price_sentence, TOO_STRONG=TOO_STRONG,
         most_valuable=most_valuable(price_rows(report)),
         sensitivity=sensitivity_rows(report), nature=nature_findings(sensitivity_rows(report)),
-        DOMINANT_SHARE=DOMINANT_SHARE, LONG_TAIL=LONG_TAIL,
+        DOMINANT_SHARE=DOMINANT_SHARE, LONG_TAIL=LONG_TAIL, hidden_worth=hidden_worth(report),
     )
 
 
