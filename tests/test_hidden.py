@@ -293,6 +293,30 @@ def test_the_most_frequent_phases_are_those_play_meets_most(small):
     assert frequent.results[0].lower == pytest.approx(solve_start(open_game, phases[met[0][1]]).lower, abs=1e-12)
 
 
+def test_a_rule_set_with_more_phases_than_the_limit_gets_its_most_frequent_unless_every_phase_is_asked(monkeypatch):
+    """S*M at health 1 has 17,373 phases (about a day): by default a rule set past `ALL_PHASES_AT_MOST`
+    gets the `MOST_FREQUENT` phases play meets, as the printed rules do; `every_phase` still solves all."""
+    import solver.hidden.run as run
+
+    rules = rules_of(*TINY)
+    table = solved_table(rules, None).result
+    every = hidden_analysis(rules, table)
+    assert every.selection == "all" and len(every.results) == 28
+    monkeypatch.setattr(run, "ALL_PHASES_AT_MOST", 27)
+    monkeypatch.setattr(run, "MOST_FREQUENT", 2)
+    frequent = hidden_analysis(rules, table)
+    assert frequent.selection == "the 2 most frequent in play from the start, of 28 phases"
+    assert 1 <= len(frequent.results) <= 2 and all(times is not None and times > 0 for times in frequent.frequency)
+    kept = {(r.position, r.played, r.holder): r.lower for r in every.results}
+    assert all(kept[(r.position, r.played, r.holder)] == pytest.approx(r.lower, abs=1e-12) for r in frequent.results)
+    assert hidden_analysis(rules, table, every_phase=True).selection == "all"
+
+
+def test_cli_every_phase_and_frequent_are_one_or_the_other():
+    result = CliRunner().invoke(main, ["hidden", *sets(*TINY), "--every-phase", "--frequent", "3"])
+    assert result.exit_code == 2 and "give one" in result.output and "Traceback" not in result.output
+
+
 TWO_SIDED = ("board=S*M", "health=1", "battery_tiles=1", "disc_tiles=1", "start_battery=1", "bonus_cards=ray,trap,recovery")
 
 

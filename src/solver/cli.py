@@ -530,7 +530,10 @@ def default_report_path(rule_set: RuleSet) -> Path:
               help="Largest phase tree solved (nodes); a phase that needs more is given as bounds. Default: 200,000.")
 @click.option("--frequent", type=click.IntRange(min=1), default=None,
               help="Solve only the K phases met most often in play from the start."
-              " Default: all of them, or the 8 most frequent for a table of over a million states.")
+              " Default: all of them, or the 8 most frequent where there are over 2,000 phases or the table"
+              " has over a million states.")
+@click.option("--every-phase", is_flag=True,
+              help="Solve every phase, however many (S*M at health 1 has 17,373: about a day on 2 cores).")
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True, help="Starts listed, by gain.")
 @click.option("--all", "show_all", is_flag=True, help="List every start.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
@@ -544,8 +547,8 @@ def default_report_path(rule_set: RuleSet) -> Path:
                    " each start's wild bounds, and the horizon's leaves at them rather than at 0 or 1.")
 def hidden(
     rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | None, horizon: int | None, max_nodes: int | None,
-    frequent: int | None, top: int, show_all: bool, as_json: bool, efg_dir: str | None, max_states: int | None,
-    wild: bool,
+    frequent: int | None, every_phase: bool, top: int, show_all: bool, as_json: bool, efg_dir: str | None,
+    max_states: int | None, wild: bool,
 ) -> None:
     """What hiding drawn bonus cards changes, phase by phase.
 
@@ -558,6 +561,8 @@ def hidden(
     from .hidden.run import hidden_analysis, phases_progress
     from .hidden.text import hidden_text
 
+    if every_phase and frequent is not None:
+        raise click.UsageError("--every-phase solves every phase; --frequent K only K of them: give one")
     rule_set = rules_in_force(rules_file, overrides)
     on_tree = None if efg_dir is None else efg_writer(Path(efg_dir), rule_set)
     started = time.perf_counter()
@@ -573,7 +578,7 @@ def hidden(
         analysis = hidden_analysis(
             rule_set, table.result, max_horizon=horizon or DEFAULT_MAX_HORIZON,
             max_nodes=max_nodes or DEFAULT_MAX_NODES, frequent=frequent, progress=progress, on_tree=on_tree,
-            wild=wild_table,
+            wild=wild_table, every_phase=every_phase,
         )
     if as_json:
         click.echo(json.dumps(dict(analysis.as_json(), rules=canonical_mapping(rule_set),

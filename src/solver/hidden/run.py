@@ -46,9 +46,13 @@ LEAF_RULE = "open value where a side keeps telling"
 open value where it could tell the position but a later draw could hide it (not a bound), and is made again."""
 
 ALL_PHASES_UP_TO = 1_000_000
-"""Tables up to this many states get every hidden phase solved; larger ones
-(the printed rules have millions of drawing turns) the `MOST_FREQUENT` that
-play from the start meets most often, unless told otherwise."""
+"""Tables up to this many states get every hidden phase solved (if they have no more than
+`ALL_PHASES_AT_MOST`); larger ones (the printed rules have millions of drawing turns) the
+`MOST_FREQUENT` that play from the start meets most often, unless told otherwise."""
+ALL_PHASES_AT_MOST = 2_000
+"""More phases than this and only the `MOST_FREQUENT` are solved by default: S*M at health 1 has
+17,373, many needing trees of over 100,000 nodes (about a day in all, 2 cores), while play from
+the start meets 4 of them."""
 MOST_FREQUENT = 8
 
 
@@ -122,30 +126,34 @@ def hidden_analysis(
     rules: RuleSet, table: SolveResult, *, max_horizon: int = DEFAULT_MAX_HORIZON, max_nodes: int = DEFAULT_MAX_NODES,
     frequent: int | None = None, progress: Callable[[int, int], None] | None = None,
     play: tuple[Play, np.ndarray] | None = None, on_tree: Callable[[int, StartResult, PhaseTree], None] | None = None,
-    wild: WildTable | None = None, warn: Warn = warn_on_stderr,
+    wild: WildTable | None = None, warn: Warn = warn_on_stderr, every_phase: bool = False,
 ) -> HiddenAnalysis:
     """Solve the hidden phases of `rules`: all of them, or the `frequent` most
     frequent in play from the start (by default where the table is larger than
-    `ALL_PHASES_UP_TO`). `play`: play from the start under the table's
+    `ALL_PHASES_UP_TO` or has more than `ALL_PHASES_AT_MOST` phases, unless
+    `every_phase`). `play`: play from the start under the table's
     strategies with its states' expected visits, if known already. `on_tree(k,
     result, tree)` gets each start's last tree solved, as it is solved. `wild`: the
     rules' wild table, for both wild bounds of each start and the horizon's leaves. `warn`: told, a
     line each, of a phase whose LP ended without an optimum or whose bounds crossed (never raised)."""
-    if frequent is None and table.table_states > ALL_PHASES_UP_TO:
+    if frequent is None and not every_phase and table.table_states > ALL_PHASES_UP_TO:
         frequent = MOST_FREQUENT
     game = ChargeSparkGame(rules)
     open_game = OpenGame(game, table)
     play, visits = play or play_and_visits(open_game, game.encode(initial_position(rules)))
     by_outcomes = start_frequencies(open_game, play, visits)
+    starts = phase_starts(open_game) if frequent is None else []
+    of_all = ""
+    if frequent is None and not every_phase and len(starts) > ALL_PHASES_AT_MOST:
+        frequent, of_all = MOST_FREQUENT, f", of {len(starts):,} phases"
     if frequent is None:
-        starts = phase_starts(open_game)
         frequency: list[float | None] = [by_outcomes[s.outcomes][0] if s.outcomes in by_outcomes else None for s in starts]
         selection = "all"
     else:
         chosen = frequent_starts(open_game, by_outcomes, frequent)
         starts = [s for s, _ in chosen]
         frequency = [times for _, times in chosen]
-        selection = f"the {frequent} most frequent in play from the start"
+        selection = f"the {frequent} most frequent in play from the start{of_all}"
     bounds = None if wild is None else wild_bounds(wild, open_game.decode)
     open_game.trim()  # the table's pages read in following play go before the first phase
     began = time.perf_counter()
