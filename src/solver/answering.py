@@ -228,7 +228,7 @@ def usage_at(rule_set: RuleSet, position: Position, result: SolveResult, cache_d
     "dead": [...]}`. None past a table's edge, and from a stored table of a million states or more unless
     `follow_play` (play is then followed through all of it)."""
     from .analysis.sensitivity import play_of
-    from .analysis.stalls import KEPT_STATES, _stored_states
+    from .analysis.stalls import KEPT_STATES, stored_states
 
     if edge is not None:
         return None
@@ -236,7 +236,7 @@ def usage_at(rule_set: RuleSet, position: Position, result: SolveResult, cache_d
     code = game.encode(position)
     if source is not None:
         key = fingerprint(rule_set)
-        if not follow_play and _stored_states(source, key) >= KEPT_STATES:
+        if not follow_play and stored_states(source, key) >= KEPT_STATES:
             return None
         whole = cached_table(source, key, warn, mapped=True)
         if whole is None:

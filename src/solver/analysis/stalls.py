@@ -466,7 +466,7 @@ def length_and_stalls_at(
             return length_and_stalls_from(entry)
         except (KeyError, TypeError, ValueError):
             pass  # kept before a field was added: followed again
-    if not follow_play and _stored_states(table, key) >= KEPT_STATES:
+    if not follow_play and stored_states(table, key) >= KEPT_STATES:
         return None
     whole = cached_table(table, key, warn, mapped=True)
     if whole is None:
@@ -480,7 +480,7 @@ def length_and_stalls_at(
     return found
 
 
-def _stored_states(table: Path, key: str) -> int:
+def stored_states(table: Path, key: str) -> int:
     """How many states the stored table holds (its header alone is read); 0 if it cannot be opened."""
     try:
         return TableReader(table, key, TABLE_FORMAT).num_states
