@@ -63,6 +63,7 @@ def results_only(rows: list[dict[str, str]]) -> list[dict[str, str]]:
 # ---------------------------------------------------------------- a real cluster
 
 
+@pytest.mark.slow  # 26 s; the default run sends a report's further solves through a real cluster (test_report_cluster)
 def test_a_sweep_through_a_scheduler_gives_the_rows_of_a_local_sweep(tmp_path):
     out_local, out_remote, page = tmp_path / "local.csv", tmp_path / "remote.csv", tmp_path / "sweep.html"
     local = run("sweep", *BASE, *GRID, "--workers", "2", "--cache-dir", str(tmp_path / "a"),
