@@ -312,6 +312,16 @@ def test_a_rule_set_with_more_phases_than_the_limit_gets_its_most_frequent_unles
     assert hidden_analysis(rules, table, every_phase=True).selection == "all"
 
 
+def test_progress_is_told_before_the_first_phase_and_after_each():
+    """S*M at health 1's first phase takes half a minute: its time counts toward the first line."""
+    rules = rules_of(*TINY)
+    table = solved_table(rules, None).result
+    told: list[tuple[int, int]] = []
+    analysis = hidden_analysis(rules, table, progress=lambda done, total: told.append((done, total)))
+    n = len(analysis.results)
+    assert told == [(k, n) for k in range(n + 1)]
+
+
 def test_cli_every_phase_and_frequent_are_one_or_the_other():
     result = CliRunner().invoke(main, ["hidden", *sets(*TINY), "--every-phase", "--frequent", "3"])
     assert result.exit_code == 2 and "give one" in result.output and "Traceback" not in result.output

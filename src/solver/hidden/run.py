@@ -167,6 +167,8 @@ def hidden_analysis(
         return frozenset(zip(game.swap(np.array(codes)).tolist(), chances))
 
     results: list[StartResult] = []
+    if progress is not None:
+        progress(0, len(starts))  # the clock starts before the first phase: one of minutes is reported at its end
     for k, phase_start in enumerate(starts):
         twin = solved.get(seat_swapped(phase_start)) if mirror and phase_start.holder != "both" else None
         if twin is not None:
