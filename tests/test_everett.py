@@ -57,7 +57,11 @@ def test_a_stalling_strategy_is_replaced_by_one_that_guarantees_nearly_the_value
     col = stage_strategies(graph, np.ones(1), side=1)[1]
     high = best_response_values(graph, 1, col)
     assert low[0] == pytest.approx(0.5) and high[0] == pytest.approx(1.0)
+    from solver.core import phase_clock
+
+    phase_clock.taken()
     row, _, lower, upper, estimate = _epsilon_optimal(graph, graph, hide, col, low, high, 1e-11)
+    assert phase_clock.taken().get("bracket: costly-delay rounds", 0.0) > 0.0  # the solve-cost figure's share
     assert 0.0 < row[1] < 0.01
     assert 1.0 - 3e-3 <= lower[0] <= 1.0 <= upper[0] + 1e-15
     assert lower[0] == pytest.approx(best_response_values(graph, 0, row)[0], abs=1e-15)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from . import phase_clock
 from .best_response import best_response_values
 from .everett import costly_delay_strategy
 from .graph import GameGraph, segment_positions
@@ -470,6 +471,14 @@ def _epsilon_optimal(
     side's strategy wherever they narrow the bracket, until it is `enough`
     wide per side or stops narrowing. The value estimate is the bracket's
     middle. Returns (row, col, lower, upper, estimate)."""
+    with phase_clock.phase("bracket: costly-delay rounds"):
+        return _costly_delay_rounds(p1_game, p2_game, row, col, low, high, enough)
+
+
+def _costly_delay_rounds(
+    p1_game: GameGraph, p2_game: GameGraph, row: np.ndarray, col: np.ndarray, low: np.ndarray, high: np.ndarray,
+    enough: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     p1_start, p2_start = low, high
     width = float(np.max(high - low, initial=0.0))
     for _ in range(EPSILON_ROUNDS):
