@@ -454,10 +454,9 @@ def _exits_gap(p1_game: GameGraph, p2_game: GameGraph) -> float:
 
 EPSILON_ROUNDS = 20
 """Rounds of `everett.costly_delay_strategy` for a component left open, at most. The bracket
-narrows about as 1/steps there, rounds or their improvement steps alike (1.3e-3 after 12 rounds
-on the S*M component of `everett`, about 3 s a round at 6,000 states, before its values were
-pushed ahead), so more rounds buy little; a component whose exits are already that wide reaches
-their floor in fewer."""
+narrows about as 1/rounds there (1.3e-3 after 12 rounds on the S*M component of `everett`, about
+3 s a round at 6,000 states), so more rounds buy little; a component whose exits are already
+that wide reaches their floor in fewer."""
 EPSILON_PROGRESS = 0.99  # a round that leaves the width above this share of the last one ends the rounds
 EPSILON_MARGIN = 0.1  # each side's stop pays its bound moved this share of the bracket's width against it
 
@@ -481,16 +480,13 @@ def _costly_delay_rounds(
     enough: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     p1_start, p2_start = low, high
-    p1_steps = p2_steps = 0
     width = float(np.max(high - low, initial=0.0))
     for _ in range(EPSILON_ROUNDS):
         if width <= 2.0 * enough:
             break
         margin = EPSILON_MARGIN * width
-        r, p1_start, taken = costly_delay_strategy(p1_game, 0, low, margin, p1_start, steps_before=p1_steps)
-        p1_steps += taken
-        c, p2_start, taken = costly_delay_strategy(p2_game, 1, high, margin, p2_start, steps_before=p2_steps)
-        p2_steps += taken
+        r, p1_start = costly_delay_strategy(p1_game, 0, low, margin, p1_start)
+        c, p2_start = costly_delay_strategy(p2_game, 1, high, margin, p2_start)
         new_low = best_response_values(p1_game, 0, r, low)
         new_high = best_response_values(p2_game, 1, c, high)
         # Each side's new strategy is kept if it narrows the widest gap, or keeps it and gains on average.

@@ -29,11 +29,9 @@ than its own guarantee removes that bias.
 These strategies are candidates only: what each guarantees is computed
 exactly in the real game by the caller, so the game's parameters change how
 tight the bracket gets, never what is certified. Round after round (each side's
-bound replaced by the guarantee found), the bracket narrows about as 1/steps
-on these components, whether the steps are rounds or a round's improvement
-steps: from 0.5 to 1.3e-3 in 12 rounds and 4.3e-4 in 40 on the S*M component
-above. Pushing the values ahead along their last change (`EXTRAPOLATION`)
-buys about twenty times that narrowing for a quarter more time.
+bound replaced by the guarantee found), the bracket narrows about as 1/rounds
+on these components: from 0.5 to 1.3e-3 in 12 rounds and 4.3e-4 in 40 on the
+S*M component above.
 """
 
 from __future__ import annotations
@@ -55,13 +53,6 @@ STRATEGY_ITERATIONS = 30
 strategy at the values, then its exact values against a best response). They rise toward that
 game's value, slowly on the side that must mix in a small probability; each step is a best
 response, and the strategy reached is a candidate whatever its distance to that value."""
-EXTRAPOLATION = 1.0
-"""After each improvement step, the strategy stage-optimal at the values pushed ahead along their
-last change, `EXTRAPOLATION` x (the side's steps so far) times it, is tried as well, and kept where
-it gains on average. The values approach the costly-delay game's as 1/steps, so the distance left
-is about the last change times the steps taken. On S*M, health 1, Spark dealing 2 the table's
-epsilon went from 7.7e-4 to 2.9e-5 at 1.25 times the CPU (2.3e-5 with a factor of 2, 4.1e-5 with 0.5;
-10,000 plain steps gave 6.4e-5 at 6 times the CPU)."""
 SETTLED = 1e-12
 
 
@@ -93,32 +84,22 @@ def leaking_game(graph: GameGraph, leak: float, stop_payoff: np.ndarray | float)
 
 def costly_delay_strategy(
     graph: GameGraph, side: int, bound: np.ndarray, margin: float, start: np.ndarray,
-    leak: float = LEAK, iterations: int = STRATEGY_ITERATIONS, steps_before: int = 0,
-) -> tuple[np.ndarray, np.ndarray, int]:
+    leak: float = LEAK, iterations: int = STRATEGY_ITERATIONS,
+) -> tuple[np.ndarray, np.ndarray]:
     """`side`'s strategy (0: P1's, aligned with `row_actions`; 1: P2's) in the
     costly-delay game where the stop pays `bound` moved `margin` against the
-    side, that strategy's values there, and the steps taken; the improvement
-    steps start from `start` (the previous round's values, or `bound`), the
-    side having taken `steps_before` in earlier rounds (`EXTRAPOLATION`)."""
+    side, and that strategy's values there; the improvement steps start from
+    `start` (the previous round's values, or `bound`)."""
     payoffs = np.append(np.asarray(graph.terminal_payoff, np.float64), graph.unending_payoff)
-    low, high = float(payoffs.min()), float(payoffs.max())
-    stop = np.clip(bound - margin if side == 0 else bound + margin, low, high)
+    stop = np.clip(bound - margin if side == 0 else bound + margin, payoffs.min(), payoffs.max())
     game = leaking_game(graph, leak, stop)
-    gain = 1.0 if side == 0 else -1.0  # P1 raises the values, P2 lowers them
     values = np.array(start, np.float64)
     strategy = stage_strategies(game, values, side=side)[side]
-    steps = 0
-    for steps in range(1, iterations + 1):
+    for _ in range(iterations):
         improved = best_response_values(game, side, strategy, values)
         change = float(np.max(np.abs(improved - values), initial=0.0))
-        previous, values = values, improved
+        values = improved
         if change <= SETTLED:
             break
         strategy = stage_strategies(game, values, side=side)[side]
-        ahead = np.clip(values + EXTRAPOLATION * (steps_before + steps) * (values - previous), low, high)
-        bold = stage_strategies(game, ahead, side=side)[side]
-        tried = best_response_values(game, side, bold, values)
-        if gain * float(np.mean(tried - values)) > 0.0:
-            values = tried
-            strategy = stage_strategies(game, values, side=side)[side]
-    return strategy, values, steps
+    return strategy, values
