@@ -81,6 +81,10 @@ class StartResult:
     """False where the bounds crossed by more than round-off (lower > upper): one of them
     is then not a bound, both are kept as found, and the start is not exact."""
 
+    def gain_bracket(self) -> tuple[float, float]:
+        """What hiding is worth to the holder here, (at least, at most): `holder_gain` of this phase."""
+        return holder_gain(self.holder, self.open_average, self.lower, self.upper)
+
     def as_json(self) -> dict:
         return asdict(self)
 
@@ -102,6 +106,14 @@ class Summary:
 
     def as_json(self) -> dict:
         return asdict(self)
+
+
+def holder_gain(holder: str, open_average: float, lower: float, upper: float) -> tuple[float, float]:
+    """The gain of hiding to the holder ("P1", "P2" or "both": P1 holds), (at least, at most): the hidden
+    value's bracket [lower, upper] against the open-hands value, from the holder's side (values are P1's)."""
+    if holder == "P2":
+        return open_average - upper + 0.0, open_average - lower + 0.0  # + 0.0: no -0.0 printed
+    return lower - open_average + 0.0, upper - open_average + 0.0
 
 
 def naive_behaviour(phase_tree: PhaseTree, open_game: OpenGame, seat: int) -> Behaviour:
@@ -175,8 +187,7 @@ def bracket_start(
     elif lower > upper:  # the two LPs' round-off where the bracket has closed
         lower = upper = (lower + upper) / 2
     holder = 1 if start.holder == "P2" else 0
-    sign = 1.0 if holder == 0 else -1.0
-    gain = sign * ((lower if holder == 0 else upper) - open_average) + 0.0  # + 0.0: no -0.0 printed
+    gain = holder_gain(start.holder, open_average, lower, upper)[0]
     loss, exploit = _strategy_figures(best, open_game, holder, lower, upper) if len(best.tree) > 1 else (0.0, 0.0)
     result = StartResult(
         **where,

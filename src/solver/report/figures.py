@@ -366,15 +366,6 @@ def _variant_row(v, s, r: Report) -> dict:
     return row
 
 
-def holder_gain_bracket(x) -> tuple[float, float]:
-    """What keeping the drawn card secret is worth to its holder in a hidden phase, as
-    (at least, at most): the hidden value's bracket against the open-hands value, from the
-    holder's side (values are P1's; P1 holds where both drew)."""
-    if x.holder == "P2":
-        return x.open_average - x.upper + 0.0, x.open_average - x.lower + 0.0
-    return x.lower - x.open_average + 0.0, x.upper - x.open_average + 0.0
-
-
 def hidden_worth(r: Report) -> dict | None:
     """The hidden section's lead: what a secret card is worth to the one who drew it, bracketed,
     averaged over the phases play meets (weighted by how often it meets each, where known), and
@@ -386,7 +377,7 @@ def hidden_worth(r: Report) -> dict | None:
     kept = [(x, times) for x, times in zip(h.results, h.frequency) if x.certified]
     weights = [times for _, times in kept if times is not None and times > 0]
     weighted = len(weights) == len(kept) and sum(weights) > 0
-    brackets = [holder_gain_bracket(x) for x, _ in kept]
+    brackets = [x.gain_bracket() for x, _ in kept]
     if not kept:
         return {"phases": len(h.results), "left_out": len(h.results), "weighted": False, "mean_at_least_pp": None,
                 "mean_at_most_pp": None, "largest": None}
