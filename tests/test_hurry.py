@@ -180,3 +180,22 @@ def test_a_position_keeps_its_stage_strategy_unless_another_ends_the_game_sooner
         strategy = np.array(held)
         out, _, _ = hurry_module.improve_strategy(graph, values, buzzer, np.zeros(graph.num_states), 0, strategy, 1e-8)
         np.testing.assert_array_equal(out, held)
+
+
+def test_what_a_round_keeps_of_the_stage_games_changes_nothing(monkeypatch, small_hurried):
+    """Hurried play's rounds keep each state's cap and lone pure action
+    (`StageMemo`) instead of solving the same stage game A again: the
+    strategies and lengths are bit for bit those of solving it every round."""
+    _, root, kept = small_hurried
+    improve = hurry_module.improve_strategy
+
+    def forgetting(*args, memo=None, **kwargs):
+        return improve(*args[:9], **kwargs)  # the memo (tenth argument) dropped: a fresh one each round
+
+    with monkeypatch.context() as patch:
+        patch.setattr(hurry_module, "improve_strategy", forgetting)
+        _, _, fresh = _solve_start(SMALL, patch)
+    np.testing.assert_array_equal(fresh.row_strategy, kept.row_strategy)
+    np.testing.assert_array_equal(fresh.col_strategy, kept.col_strategy)
+    np.testing.assert_array_equal(fresh.ending_turns, kept.ending_turns)
+    assert fresh.hurried_rounds == kept.hurried_rounds

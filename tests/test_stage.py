@@ -391,12 +391,18 @@ def test_tiebreak_skipped_only_where_the_lp_has_nothing_to_choose() -> None:
         B = rng.random((m, n))
         x, y = np.empty(m), np.empty(n)
         v = stage.matrix_game_kernel_ws(A, x, y, T, basis)
-        for row_side, own, cap in ((True, x, min(v, stage.row_guarantee(A, x))), (False, y, max(v, stage.col_guarantee(A, y)))):
+        for row_side, own in ((True, x), (False, y)):
+            cap = stage.tiebreak_cap(A, v, 0.0, row_side, x, y)
+            assert cap == (min(v, stage.row_guarantee(A, x)) if row_side else max(v, stage.col_guarantee(A, y)))
             if stage._only_feasible(A, own, cap, row_side):
                 skipped += 1
                 lp = own.copy()
-                stage._tiebreak_side(A, B, cap, row_side, lp, T, basis)
+                stage.tiebreak_lp_ws(A, B, cap, row_side, lp, T, basis)
                 assert np.abs(lp - own).max() <= 1e-9
+                # The pure action is what `tiebreak_side_ws` reports, and leaves in place.
+                kept = own.copy()
+                assert stage.tiebreak_side_ws(A, B, cap, row_side, kept, T, basis) == int(np.argmax(own))
+                assert np.array_equal(kept, own)
     assert skipped > 1000
     strict = np.array([[0.5, 0.9], [0.2, 0.1]])  # saddle at (0, 0), strict in its row and column
     x, y = np.array([1.0, 0.0]), np.array([1.0, 0.0])

@@ -49,7 +49,15 @@ from . import phase_clock
 from .best_response import best_response_and_stalls, best_response_values
 from .graph import GameGraph, segment_positions
 from .shapley import max_cells, stage_matrix_kernel
-from .stage import col_guarantee, make_workspace, matrix_game_tiebreak_kernel_ws, row_guarantee
+from .stage import (
+    col_guarantee,
+    make_workspace,
+    matrix_game_kernel_ws,
+    row_guarantee,
+    tiebreak_cap,
+    tiebreak_lp_ws,
+    tiebreak_side_ws,
+)
 from .stopping import stopping_outcomes
 
 BUZZER = 1e-6
@@ -68,6 +76,8 @@ health 1 within 11 rounds, on the printed rules' health-1 board within 11
 STRATEGY_SETTLED = 1e-12  # a round that moves no strategy weight by more than this has converged
 MAX_FALLBACK_ROUNDS = 6
 IMPROVED = 1e-13  # a round that raises no buzzer value by more than this has converged
+UNSEEN = -1  # `StageMemo.lone` of a state not solved yet ...
+NEEDS_LP = -2  # ... of one whose tie-break the LP decides; else the one pure action keeping the cap
 MOVED = 1e-14
 """A buzzer value that moves by more than this sends the states leading to it
 back to their tie-break LP; smaller moves (round-off of the exact evaluation)
@@ -155,7 +165,7 @@ def buzzer_graph(graph: GameGraph, ends: np.ndarray, exit_buzzer: np.ndarray, et
 def _improve_side(
     row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
     b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, max_cells, declined, gain,
-    stale, pred_ptr, pred,
+    stale, pred_ptr, pred, caps, lone,
 ):
     """Into `strategy` (one side's, updated in place): at every state, of the
     side's optimal strategies in the stage game A of `a_values`, the best in
@@ -174,12 +184,16 @@ def _improve_side(
     Change-driven: only the states marked `stale` are solved (a state's LP
     reads its successors' buzzer values, and A does not change between
     rounds); a state solved is unmarked, and a buzzer value that moves by
-    more than `MOVED` marks the states that lead to it (`pred_ptr`, `pred`)."""
+    more than `MOVED` marks the states that lead to it (`pred_ptr`, `pred`).
+
+    A is the same in every round, so its value and the cap the tie-break
+    keeps are found once per state (`caps`), and where one pure action alone
+    keeps the cap (`lone`: that action; `NEEDS_LP` where the tie-break LP
+    chooses; `UNSEEN` before the first visit) later rounds skip both LPs."""
     a_buffer = np.empty(max_cells)
     b_buffer = np.empty(max_cells)
     held = np.empty(16)
     T, basis = make_workspace(16)
-    sides = 1 if row_side else 2
     for i in range(row_ptr.shape[0] - 1):
         m = row_ptr[i + 1] - row_ptr[i]
         n = col_ptr[i + 1] - col_ptr[i]
@@ -193,12 +207,21 @@ def _improve_side(
         stage_matrix_kernel(i, b_values, 1.0, 0.0, cell_ptr, b_out_ptr, b_out_next, b_out_prob, b_pay, m, n, b)
         x = np.empty(m)
         y = np.empty(n)
+        out = x if row_side else y
         try:
-            matrix_game_tiebreak_kernel_ws(a, b, 0.0, x, y, T, basis, sides)
+            if lone[i] == UNSEEN:
+                v = matrix_game_kernel_ws(a, x, y, T, basis)
+                caps[i] = tiebreak_cap(a, v, 0.0, row_side, x, y)
+                k = tiebreak_side_ws(a, b, caps[i], row_side, out, T, basis)
+                lone[i] = k if k >= 0 else NEEDS_LP
+            elif lone[i] >= 0:
+                out[:] = 0.0
+                out[lone[i]] = 1.0
+            else:
+                tiebreak_lp_ws(a, b, caps[i], row_side, out, T, basis)
         except Exception:  # noqa: BLE001 - the state keeps the strategy it has
             declined[i] = True
             continue
-        out = x if row_side else y
         first = row_ptr[i] if row_side else col_ptr[i]
         for j in range(own):
             held[j] = strategy[first + j]
@@ -266,10 +289,24 @@ def mark_stale(stale: np.ndarray, moved: np.ndarray, pred_ptr: np.ndarray, pred:
         stale[pred[segment_positions(pred_ptr, at)]] = True
 
 
+@dataclass(frozen=True, eq=False)
+class StageMemo:
+    """What `improve_strategy` learns of each state's stage game A, which stays
+    the same from round to round: the cap its side's tie-break keeps, and
+    the one pure action keeping it where there is only one (see `_improve_side`)."""
+
+    caps: np.ndarray
+    lone: np.ndarray
+
+    @classmethod
+    def fresh(cls, states: int) -> StageMemo:
+        return cls(np.zeros(states), np.full(states, UNSEEN, np.int64))
+
+
 def improve_strategy(
     graph: GameGraph, values: np.ndarray, buzzer: GameGraph, buzzer_values: np.ndarray, side: int,
     strategy: np.ndarray, gain: float = 0.0, stale: np.ndarray | None = None,
-    preds: tuple[np.ndarray, np.ndarray] | None = None,
+    preds: tuple[np.ndarray, np.ndarray] | None = None, memo: StageMemo | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(strategy, buzzer values, declined): one side's optimal stage strategies
     in `graph`'s stage games at `values`, best in `buzzer`'s at `buzzer_values`
@@ -277,13 +314,16 @@ def improve_strategy(
     maximises, P2 minimises). A state keeps the strategy it has unless the new
     one is better in the buzzer game by more than `gain`. With `stale` (updated
     in place) and `preds` (`predecessors(buzzer)`), only the stale states are
-    solved (see `_improve_side`); without, every state."""
+    solved (see `_improve_side`); without, every state. `memo` (updated in
+    place) carries what was learnt of `values`' stage games to the next call
+    with the same `graph` and `values`."""
     if stale is None:
         stale = np.ones(graph.num_states, np.bool_)
     pred_ptr, pred = preds if preds is not None else (np.zeros(graph.num_states + 1, np.int64), np.zeros(0, np.int64))
     out = np.array(strategy, np.float64, copy=True)
     updated = np.array(buzzer_values, np.float64, copy=True)
     declined = np.zeros(graph.num_states, np.bool_)
+    memo = memo if memo is not None else StageMemo.fresh(graph.num_states)
     _improve_side(
         np.ascontiguousarray(graph.row_ptr, np.int64), np.ascontiguousarray(graph.col_ptr, np.int64),
         np.ascontiguousarray(graph.cell_ptr, np.int64), np.ascontiguousarray(graph.out_ptr, np.int64),
@@ -291,7 +331,7 @@ def improve_strategy(
         np.ascontiguousarray(graph.terminal_payoff, np.float64), float(graph.unending_payoff),
         np.ascontiguousarray(values, np.float64), buzzer.out_ptr, buzzer.out_next, buzzer.out_prob,
         np.ascontiguousarray(buzzer.terminal_payoff, np.float64), updated,
-        side == 0, out, max_cells(graph), declined, gain, stale, pred_ptr, pred,
+        side == 0, out, max_cells(graph), declined, gain, stale, pred_ptr, pred, memo.caps, memo.lone,
     )
     return out, updated, declined
 
@@ -329,11 +369,14 @@ def hurried_side(
         payoff = best_response_values(buzzer, side, current)
         preds = predecessors(buzzer)
     stale = np.ones(graph.num_states, np.bool_)
+    memo = StageMemo.fresh(graph.num_states)  # `guarantee`'s stage games are the same in every round
     # A turn saved is worth about eta of buzzer value: gains below a hundredth of a turn are not pursued.
     enough = max(IMPROVED, 1e-2 * eta)
     for done in range(1, MAX_ROUNDS + 1):
         with phase_clock.phase("hurried play: tie-break sweeps"):
-            candidate, swept, _ = improve_strategy(graph, guarantee, buzzer, payoff, side, current, enough, stale, preds)
+            candidate, swept, _ = improve_strategy(
+                graph, guarantee, buzzer, payoff, side, current, enough, stale, preds, memo,
+            )
         if np.max(np.abs(candidate - current), initial=0.0) <= STRATEGY_SETTLED:
             return current, sign * payoff, Rounds(done, False)
         current = candidate

@@ -49,6 +49,9 @@ __all__ = [
     "matrix_game_kernel_ws",
     "matrix_game_tiebreak_kernel",
     "matrix_game_tiebreak_kernel_ws",
+    "tiebreak_cap",
+    "tiebreak_lp_ws",
+    "tiebreak_side_ws",
     "max_regret",
     "row_guarantee",
     "col_guarantee",
@@ -698,7 +701,7 @@ def _read_tiebreak(A, cap, row_side, T, basis, nc, nv, out):
 
 
 @numba.njit(cache=True)
-def _tiebreak_side(A, B, cap, row_side, out, T, basis):
+def tiebreak_lp_ws(A, B, cap, row_side, out, T, basis):
     """Into `out`: a strategy of one player guaranteeing cap in A, best in B.
     Pivot paths: plain, then the randomised anti-cycling rule; each polished
     (as in `matrix_game_kernel_ws`) while its result misses the certificate."""
@@ -814,25 +817,44 @@ def matrix_game_tiebreak_kernel_ws(
             if not np.isfinite(B[i, j]):
                 raise ValueError("tiebreak matrix has non-finite entries")
     v = matrix_game_kernel_ws(A, x, y, T, basis)
-    # Relax the caps to what the computed optimal strategies really guarantee
-    # (v is exact only to round-off, which can exceed tol when |A| is large), so
-    # those strategies are always feasible; they differ from v by <= their regret.
-    y_cap = col_guarantee(A, y)
-    x_floor = row_guarantee(A, x)
     for side in range(2):
         row_side = side == 1
         if not sides & (1 if row_side else 2):
             continue
-        # Where only the kernel's pure strategy keeps the cap, the tie-break LP has nothing to choose.
-        if row_side:
-            cap = min(v, x_floor) - tol
-            if not _only_feasible(A, x, cap, row_side):
-                _tiebreak_side(A, B, cap, row_side, x, T, basis)
-        else:
-            cap = max(v, y_cap) + tol
-            if not _only_feasible(A, y, cap, row_side):
-                _tiebreak_side(A, B, cap, row_side, y, T, basis)
+        tiebreak_side_ws(A, B, tiebreak_cap(A, v, tol, row_side, x, y), row_side, x if row_side else y, T, basis)
     return v
+
+
+@numba.njit(cache=True)
+def tiebreak_cap(A: np.ndarray, v: float, tol: float, row_side: bool, x: np.ndarray, y: np.ndarray) -> float:
+    """What one side's tie-break must keep in A (P1: x^T A >= cap; P2: A y <= cap),
+    given A's value `v` and optimal strategies `x`, `y` from `matrix_game_kernel_ws`.
+
+    The cap is relaxed to what those strategies really guarantee (v is exact
+    only to round-off, which can exceed tol when |A| is large), so they are
+    always feasible; they differ from v by at most their regret."""
+    if row_side:
+        return min(v, row_guarantee(A, x)) - tol
+    return max(v, col_guarantee(A, y)) + tol
+
+
+@numba.njit(cache=True)
+def tiebreak_side_ws(
+    A: np.ndarray, B: np.ndarray, cap: float, row_side: bool, out: np.ndarray, T: np.ndarray, basis: np.ndarray,
+) -> int:
+    """Into `out`, one side's strategy keeping `cap` in A (`tiebreak_cap`), best in B;
+    returns its pure action where it is the only one keeping the cap (`out`
+    holding that pure strategy on entry, as the kernel left it), else -1.
+
+    A caller that meets the same A again (hurried play's rounds: A is the
+    stage game of fixed guarantees, only B changes) can keep the cap and,
+    where the answer is a lone pure action, the action, and skip both LPs."""
+    if _only_feasible(A, out, cap, row_side):
+        for k in range(out.shape[0]):
+            if out[k] == 1.0:
+                return k
+    tiebreak_lp_ws(A, B, cap, row_side, out, T, basis)
+    return -1
 
 
 @numba.njit(cache=True)
