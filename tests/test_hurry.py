@@ -199,3 +199,30 @@ def test_what_a_round_keeps_of_the_stage_games_changes_nothing(monkeypatch, smal
     np.testing.assert_array_equal(fresh.col_strategy, kept.col_strategy)
     np.testing.assert_array_equal(fresh.ending_turns, kept.ending_turns)
     assert fresh.hurried_rounds == kept.hurried_rounds
+
+
+def test_each_part_reports_the_buzzer_values_its_strategy_really_has(monkeypatch):
+    """Hurried play goes component by component of the buzzer game (states on
+    no cycle settled by one stage solve, cycles iterated with their exits
+    final); what it reports as each state's buzzer value is, within the
+    hundredth of a turn its stopping rule allows, the exact value of the
+    strategy it reports against the stalling opponent's best response."""
+    from solver.core.best_response import best_response_values
+
+    parts = []
+    original = hurry_module.hurried_side
+
+    def recorded(graph, guarantee, strategy, buzzer, side, eta):
+        out = original(graph, guarantee, strategy, buzzer, side, eta)
+        parts.append((buzzer, side, eta, out))
+        return out
+
+    with monkeypatch.context() as patch:
+        patch.setattr(hurry_module, "hurried_side", recorded)
+        _solve_start(SMALL, patch)
+    assert len(parts) > 1
+    for buzzer, side, eta, (strategy, values, rounds) in parts:
+        sign = 1.0 if side == 0 else -1.0
+        exact = sign * best_response_values(buzzer, side, strategy)
+        assert np.abs(values - exact).max() <= 1e-2 * eta + 1e-12
+        assert not rounds.capped
