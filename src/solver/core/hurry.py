@@ -379,7 +379,7 @@ def improve_strategy(
     updated = np.array(buzzer_values, np.float64, copy=True)
     declined = np.zeros(graph.num_states, np.bool_)
     memo = memo if memo is not None else StageMemo.fresh(graph.num_states)
-    _improve_side(
+    _improve_side(  # type: ignore[call-arg]  # numba's dispatcher passes the kernel's own arguments
         *_improve_arrays(graph, values, buzzer, updated, side),
         out, max_cells(graph), declined, gain, stale, pred_ptr, pred, memo.caps, memo.lone,
     )
@@ -429,7 +429,7 @@ def hurried_side(
     ci, ncomp = 0, comp_ptr.shape[0] - 1
     while ci < ncomp:
         with phase_clock.phase("hurried play: tie-break sweeps"):
-            ci = _settle_acyclic_side(
+            ci = _settle_acyclic_side(  # type: ignore[call-arg]  # numba's dispatcher passes the kernel's own arguments
                 ci, comp_ptr, comp_states, succ_ptr, succ, *_improve_arrays(graph, guarantee, buzzer, values, side),
                 out, max_cells(graph), declined, enough, memo.caps, memo.lone,
             )
