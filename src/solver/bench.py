@@ -39,7 +39,17 @@ kernel over the states it solved, in the same run; its last line is
 `solve cost: N stage passes a state (phase shares: ...)`, N the solve's CPU
 time (all processes) over the pass's.
 
-Run as `python -m solver.bench [--quick | --solve-cost]`.
+With `--wavefront`, only the scaling figure (`scaling`): how far the
+rank-by-rank solve's layer schedule would speed up on 1 to 64 workers, its
+layers' costs replayed on simulated workers (`core.wavefront`). First from
+each layer's CPU seconds measured on the printed board at health 1 (solved on
+one worker), then from the cost model (seconds a solved state and a copied
+one) calibrated on board S*M at health 2, on the same board, to check the
+model against the measurement; then the model on the full printed rules,
+enumerated only (49.4 M states: about a minute on 2 cores, about 1 GB).
+Each block's last line gives the 16- and 64-worker speed-ups.
+
+Run as `python -m solver.bench [--quick | --solve-cost | --wavefront]`.
 """
 
 from __future__ import annotations
@@ -64,6 +74,7 @@ from .core.result import SolveResult
 from .core.shapley import max_cells, stage_matrix_kernel
 from .core.solve import solve_from
 from .core.stage import matrix_game_kernel, solve_matrix_game_lp
+from .scaling import WORKER_COUNTS, CostModel, measure_layers, measured_scaling, ranked_layers, scaling_of
 from .solve_cost import measure_solve_cost
 
 TARGET_STAGE_RATIO = 300  # at 6x6
@@ -545,6 +556,72 @@ def bench_solve_cost(game, root: int, tiny: tuple, workers: int | None = None) -
     ]
 
 
+def bench_wavefront(tiny: tuple, measured: list[str], calibration: list[str]):
+    """The scaling figure (`scaling`), a block of lines at a time (the last block takes minutes)."""
+    from rules.charge_spark.config import RuleSet, apply_overrides
+
+    def rules_label(overrides: list[str]) -> str:
+        return " ".join(overrides) if overrides else "the printed rules (no overrides)"
+
+    solve_from(tiny[0], [tiny[1]], show_progress=False)  # every kernel loaded before the clocks start
+    calibrated = measure_layers(apply_overrides(RuleSet(), calibration), rules_label(calibration))
+    model = CostModel.calibrated(calibrated)
+    own = measured_scaling(calibrated)
+    yield [f"calibration run, {calibrated.layers.label}: {int(calibrated.layers.sizes.sum()):,} states,"
+           f" {calibrated.total_cpu:.1f} CPU-s on one worker; {model.describe()};"
+           f" its own layers' speed-up {own.speedup(16):.2f}x on 16, {own.speedup(64):.2f}x on 64 (bound {own.bound:.2f}x)"]
+
+    solved = measure_layers(apply_overrides(RuleSet(), measured), rules_label(measured))
+    exact = measured_scaling(solved)
+    ranked = solved.layers
+    yield [
+        f"wavefront on {ranked.label}: {int(ranked.sizes.sum()):,} states in {len(ranked.specs)} layers over"
+        f" {ranked.ranks} ranks ({ranked.solved_states:,} solved, {ranked.copied_states:,} copied from seat twins)",
+        f"  measured on one worker in this process: {solved.total_cpu:.1f} CPU-s = layers {exact.total:.1f}"
+        f" + enumeration {ranked.enumeration_cpu:.1f} + setup and assembly {solved.rest_cpu:.1f};"
+        f" from each layer's measured CPU seconds:",
+        *exact.lines(),
+    ]
+
+    predicted = scaling_of(ranked, model.costs(ranked), model.describe(), model.rest * int(ranked.sizes.sum()))
+    itself = CostModel.calibrated(solved)
+    self_fit = scaling_of(ranked, itself.costs(ranked), itself.describe(), solved.rest_cpu)
+    yield [
+        f"the cost model on the same board, {model.describe()}:",
+        *predicted.lines()[:-1],
+        "  model against measurement, speed-up: " + "; ".join(
+            f"{w}: {predicted.speedup(w):.2f}x vs {exact.speedup(w):.2f}x" for w in WORKER_COUNTS[1:])
+        + f"; bound {predicted.bound:.2f}x vs {exact.bound:.2f}x",
+        f"  the model calibrated on this board itself ({1e6 * itself.solved:.1f} us a solved state,"
+        f" {1e6 * itself.copied:.2f} us a copied one): " + ", ".join(
+            f"{w}: {self_fit.speedup(w):.2f}x" for w in WORKER_COUNTS[1:]) + f"; bound {self_fit.bound:.2f}x"
+        " (what remains is the error of costs in proportion to states)",
+        f"  model: {predicted.speedup(16):.2f}x on 16 workers, {predicted.speedup(64):.2f}x on 64"
+        f" (measured costs: {exact.speedup(16):.2f}x and {exact.speedup(64):.2f}x)",
+    ]
+
+    full_model = CostModel.calibrated(solved)
+    workers = usable_cores()
+    start = time.perf_counter()
+    with PeakMemory() as memory:
+        full = ranked_layers(RuleSet(), rules_label([]), workers=workers)
+    wall = time.perf_counter() - start
+    whole = scaling_of(full, full_model.costs(full), full_model.describe(), full_model.rest * int(full.sizes.sum()))
+    other = scaling_of(full, model.costs(full), model.describe(), model.rest * int(full.sizes.sum()))
+    yield [
+        f"wavefront on {full.label}: {int(full.sizes.sum()):,} states in {len(full.specs)} layers over {full.ranks}"
+        f" ranks ({full.solved_states:,} solved, {full.copied_states:,} copied), enumerated on {workers} processes"
+        f" in {wall:.0f} s wall, {full.enumeration_cpu:.0f} CPU-s, peak memory {memory.peak / 1e9:.1f} GB"
+        f" (all processes); not solved",
+        f"  the cost model, {full_model.describe()} (modelled layers {whole.total:,.0f} CPU-s on one worker):",
+        *whole.lines()[:-1],
+        f"  with the rates of {model.source} instead: " + ", ".join(
+            f"{w}: {other.speedup(w):.2f}x" for w in WORKER_COUNTS[1:]) + f"; bound {other.bound:.2f}x",
+        f"  model: {whole.speedup(16):.2f}x on 16 workers, {whole.speedup(64):.2f}x on 64 (bound {whole.bound:.2f}x;"
+        f" end to end {whole.end_to_end(16):.1f}x and {whole.end_to_end(64):.1f}x)",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     from rules.charge_spark.config import RuleSet, apply_overrides
     from rules.charge_spark.game import ChargeSparkGame
@@ -554,6 +631,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a small rule set end to end, and no full game")
     parser.add_argument("--solve-cost", action="store_true",
                         help="only the solve-cost figure: the printed board at health 1, in stage passes a state")
+    parser.add_argument("--wavefront", action="store_true",
+                        help="only the scaling figure: the layer schedule's speed-up on 1 to 64 workers, predicted")
     args = parser.parse_args(argv)
 
     def rooted(overrides):
@@ -564,6 +643,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.solve_cost:
         for line in bench_solve_cost(*rooted(["health=1"]), tiny=rooted(["board=SM", "health=1", "bonus_cards="])):
             print(line, flush=True)
+        return 0
+    if args.wavefront:
+        tiny = rooted(["board=SM", "health=1", "bonus_cards="])
+        for block in bench_wavefront(tiny, ["health=1"], ["board=S*M", "health=2"]):
+            for line in block:
+                print(line, flush=True)
         return 0
 
     print(f"machine: {numba.config.NUMBA_NUM_THREADS} hardware threads; python {sys.version.split()[0]}")

@@ -69,6 +69,7 @@ from .hurry import Exits, Known, Rounds, ScoredGuarantees, hurry, scored, scored
 from .result import ARRAY_FIELDS, PER_STATE_HURRY
 from .shapley import bellman_residual
 from .shared_arrays import SharedArrays, release_pages
+from .wavefront import Wavefront
 
 WarmStart = Callable[[np.ndarray], np.ndarray]
 """First estimates of the values of the state codes given (sorted), nan where
@@ -614,6 +615,7 @@ def solve_layers(
     game: Any, layers: list[Layer], progress: Callable[[int], None] | None = None, workers: int = 1,
     scratch_dir: str | os.PathLike[str] | None = None, boundary: Boundary | None = None,
     warm: WarmStart | None = None, resume_dir: str | os.PathLike[str] | None = None,
+    layer_cpu: dict[int, float] | None = None,
 ) -> LayeredSolution:
     """Solve every layer, highest rank first (see the module docstring).
 
@@ -640,9 +642,14 @@ def solve_layers(
     With `resume_dir`, every finished layer is kept there, checksummed, and a
     solve interrupted earlier (Ctrl-C, a kill, a power cut) resumes from the
     layers it finished: the same answer, state by state. The directory goes
-    when the solve is done; it needs about as much room as the table."""
+    when the solve is done; it needs about as much room as the table.
+
+    With `layer_cpu`, each layer solved gets there the CPU seconds its phases
+    took (`phase_clock`), by its number: the costs `wavefront.simulate`
+    replays to predict the solve on other numbers of workers."""
     keep = _Keep(True, True)
-    with _layers_solved(game, layers, progress, workers, scratch_dir, boundary, warm, keep, resume_dir) as run:
+    with _layers_solved(game, layers, progress, workers, scratch_dir, boundary, warm, keep, resume_dir,
+                        layer_cpu) as run:
         with phase_clock.phase("storing"):
             arrays = _assemble(run.all_states, run.figures, [i for i, layer in enumerate(layers) if not layer.given], run.spill)
         return LayeredSolution(
@@ -732,7 +739,7 @@ class _LayersRun:
 def _layers_solved(
     game: Any, layers: list[Layer], progress: Callable[[int], None] | None, workers: int,
     scratch_dir: str | os.PathLike[str] | None, boundary: Boundary | None, warm: WarmStart | None, keep: _Keep,
-    resume_dir: str | os.PathLike[str] | None = None,
+    resume_dir: str | os.PathLike[str] | None = None, layer_cpu: dict[int, float] | None = None,
 ) -> Iterator[_LayersRun]:
     """Every layer solved, its figures in shared memory (and, with
     `keep.strategies`, its strategies in the spill directory), for the body
@@ -761,8 +768,10 @@ def _layers_solved(
             _count_done(run, done, progress)
         _CONTEXT = _LayerContext(game, layers, all_states, figures, spill, warm, keep, checkpoint)
         try:
-            for done in _run_layers(layers, workers, frozenset(restored)):
+            for number, done in _run_layers(layers, workers, frozenset(restored)):
                 _count_done(run, done, progress)
+                if layer_cpu is not None:
+                    layer_cpu[number] = sum(done.phases.values())
         finally:
             _CONTEXT = None
         yield run
@@ -1130,48 +1139,40 @@ def _twin_p1_guarantee(ctx: _LayerContext, exits: np.ndarray) -> np.ndarray | No
     return ctx.figures.p1_guarantee[at]
 
 
-def _run_layers(layers: list[Layer], workers: int, restored: frozenset[int] = frozenset()) -> Iterator[_LayerDone]:
-    """Solve the context's layers, each once every rank it exits to is done,
-    on `workers` forked processes (in this one if 1); yields each as it
-    finishes. The layers `restored` are finished already."""
-    waiting = sorted((i for i, layer in enumerate(layers) if not layer.given and i not in restored),
-                     key=lambda i: -layers[i].rank)
-    unfinished = collections.Counter(layer.rank for i, layer in enumerate(layers) if not layer.given and i not in restored)
-    finished_layers: set[int] = set(restored)
-    finished_ranks: set[int] = {layer.rank for layer in layers if not unfinished[layer.rank]}
-
-    def ready(i: int) -> bool:
-        if layers[i].twin_of is not None:
-            return layers[i].twin_of in finished_layers
-        return finished_ranks.issuperset(layers[i].exit_ranks)
-
-    def finish(i: int) -> None:
-        finished_layers.add(i)
-        unfinished[layers[i].rank] -= 1
-        if not unfinished[layers[i].rank]:
-            finished_ranks.add(layers[i].rank)
-
+def _run_layers(
+    layers: list[Layer], workers: int, restored: frozenset[int] = frozenset(),
+) -> Iterator[tuple[int, _LayerDone]]:
+    """Solve the context's layers, each once every rank it exits to is done
+    (`wavefront.Wavefront`: the rule and the order `wavefront.simulate`
+    replays), on `workers` forked processes (in this one if 1); yields each
+    (its number, its figures) as it finishes. The layers `restored` are
+    finished already."""
+    front = Wavefront(layers, restored)
     if workers <= 1 or len(layers) <= 1:
-        for i in waiting:
-            if not ready(i):
+        for i in list(front.waiting):
+            if not front.ready(i):
                 raise ValueError(f"layer of rank {layers[i].rank} exits to a rank that is not finished")
-            yield _solve_layer_at(i)
-            finish(i)
+            held = phase_clock.taken()  # set aside while it runs: the layer's phases are then its own, as a worker's are
+            try:
+                done = _solve_layer_at(i)
+            finally:
+                phase_clock.merge(held)
+            yield i, done
+            front.finish(i)
         return
     pool = _layer_pool(workers)
     running: dict = {}
     try:
-        while waiting or running:
-            for i in [i for i in waiting if ready(i)][: workers - len(running)]:
-                waiting.remove(i)
+        while front.waiting or running:
+            for i in front.start(workers - len(running)):
                 running[pool.submit(_solve_layer_at, i)] = i
             if not running:
-                raise ValueError(f"layer of rank {layers[waiting[0]].rank} exits to a rank that is never solved")
+                raise ValueError(f"layer of rank {layers[front.waiting[0]].rank} exits to a rank that is never solved")
             completed, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
             for future in completed:
                 i = running.pop(future)
-                yield future.result()
-                finish(i)
+                yield i, future.result()
+                front.finish(i)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
