@@ -46,17 +46,26 @@ def note_on_stderr(message: str) -> None:
     print(f"charge-spark: {printable(message)}", file=sys.stderr, flush=True)
 
 
-SOLVE_RATE = 8_000
-"""States a second at which `query` foretells a solve's time, a whole run from
-process start to table stored: `charge-spark solve --set 'board=S*M' --set
-health=1` took 26.9 s for its 214,123 states on the project's 2-core machine
-shared with other runs (load 3.7), 2026-12-05. Conservative: the printed
-rules' table went at about 14,000 a second."""
+SOLVE_START = 5.0
+"""Seconds `query` foretells for a solve whatever its size (the process
+started, the compiled kernels loaded, the table stored) ..."""
+SOLVE_RATE = 25_000
+"""... and states a second past that, a whole run from process start to table
+stored on the project's 2-core machine: the printed rules' 49,383,601 states
+took 2,002 s from an empty cache (de1e31e, 2026-12-05, load 2 to 5), and
+`board=S*M` health 1's 214,123 states 12 to 27 s (load 2 to 3.7). Rule sets
+where a side has no stationary optimal strategy go slower (the printed
+rules with Spark dealing 2: 1 h 17 min for 47.3 M states)."""
 
 UNASKED_SOLVE_LIMIT = 5_000_000
-"""The most states (estimated) `query` solves without `--max-states` (about 10
+"""The most states (estimated) `query` solves without `--max-states` (about 4
 minutes at `SOLVE_RATE`): past it the user is asked to run `solve` first,
-rather than an hour's work starting unasked."""
+rather than half an hour's work starting unasked."""
+
+
+def solve_seconds(states: float, rate: float = SOLVE_RATE) -> float:
+    """The foretold seconds of a solve of `states` at `rate` states a second (`SOLVE_START` included)."""
+    return SOLVE_START + states / rate
 
 
 class SolveNotAskedError(GraphTooLargeError):
@@ -64,8 +73,8 @@ class SolveNotAskedError(GraphTooLargeError):
 
 
 def solve_time_text(states: float) -> str:
-    """How long solving `states` takes at `SOLVE_RATE`, rounded up: 'under 10 s', 'about 30 s', 'about 1.5 h'."""
-    return rounded_duration(states / SOLVE_RATE)
+    """How long solving `states` takes (`solve_seconds`), rounded up: 'about 20 s', 'about 35 min', 'about 1.5 h'."""
+    return rounded_duration(solve_seconds(states))
 
 
 def answer_at(

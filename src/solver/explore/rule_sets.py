@@ -32,7 +32,7 @@ from rules.charge_spark.config import (
 from rules.charge_spark.game import ReferenceChargeSparkGame
 from rules.charge_spark.state import initial_position
 
-from ..answering import SOLVE_RATE
+from ..answering import SOLVE_RATE, solve_seconds
 from ..core.progress import rounded_duration
 from ..core.resources import layered_bytes_per_state
 from ..core.table_file import table_path
@@ -83,7 +83,7 @@ class SolveEstimate:
     @property
     def time_text(self) -> str:
         """'about 4 min': at `EXPLORER_SOLVE_RATE`."""
-        return rounded_duration(self.states / EXPLORER_SOLVE_RATE)
+        return rounded_duration(solve_seconds(self.states, EXPLORER_SOLVE_RATE))
 
     @property
     def memory_text(self) -> str:
