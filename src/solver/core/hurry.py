@@ -348,7 +348,7 @@ def mark_stale(stale: np.ndarray, moved: np.ndarray, pred_ptr: np.ndarray, pred:
 class StageMemo:
     """What `improve_strategy` learns of each state's stage game A, which stays
     the same from round to round: the cap its side's tie-break keeps, and
-    the one pure action keeping it where there is only one (see `_improve_side`)."""
+    the one pure action keeping it where there is only one (see `_improve_state`)."""
 
     caps: np.ndarray
     lone: np.ndarray
@@ -412,8 +412,8 @@ def hurried_side(
     first: a state on no cycle is settled by one stage solve against its
     successors' final buzzer values; a cyclic component is cut out with its
     exits paying theirs and iterated (`_iterated_side`). On the printed
-    board at health 1 about 40% of a rank's states are on no cycle, and
-    they no longer ride along in every round of the cycles'."""
+    board at health 1 about 40% of a rank's states are on no cycle: they
+    are solved once instead of in every round of the cycles' iteration."""
     sign = 1.0 if side == 0 else -1.0
     out = np.array(strategy, np.float64, copy=True)
     values = np.zeros(graph.num_states)  # payoffs to P1 in `buzzer`: 0 is the least P1's side (the most P2's) can get
