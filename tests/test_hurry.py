@@ -108,10 +108,24 @@ def _lengths(game, root, result, turns=2000):
 SMALL = ("board=S*M", "health=1")
 
 
+SMALL_PARTS: list = []  # each hurried part of `small_hurried`'s solve: (buzzer graph, side, its answer)
+
+
 @pytest.fixture(scope="module")
 def small_hurried():
-    """`SMALL` solved from its start with hurried play at the default buzzer."""
-    return _solve_start(SMALL)
+    """`SMALL` solved from its start with hurried play at the default buzzer; what
+    each part's hurried play answered is kept in `SMALL_PARTS`."""
+    original = hurry_module.hurried_side
+
+    def recorded(graph, guarantee, strategy, buzzer, side, eta):
+        out = original(graph, guarantee, strategy, buzzer, side, eta)
+        SMALL_PARTS.append((buzzer, side, out))
+        return out
+
+    SMALL_PARTS.clear()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hurry_module, "hurried_side", recorded)
+        return _solve_start(SMALL)
 
 
 def test_values_are_the_value_solves_and_both_certificates_hold(monkeypatch, small_hurried):
@@ -201,7 +215,7 @@ def test_what_a_round_keeps_of_the_stage_games_changes_nothing(monkeypatch, smal
     assert fresh.hurried_rounds == kept.hurried_rounds
 
 
-def test_each_part_reports_the_buzzer_values_its_strategy_really_has(monkeypatch):
+def test_each_part_reports_the_buzzer_values_its_strategy_really_has(small_hurried):
     """Hurried play goes component by component of the buzzer game (states on
     no cycle settled by one stage solve, cycles iterated with their exits
     final); what it reports as each state's buzzer value is, within the
@@ -209,20 +223,9 @@ def test_each_part_reports_the_buzzer_values_its_strategy_really_has(monkeypatch
     strategy it reports against the stalling opponent's best response."""
     from solver.core.best_response import best_response_values
 
-    parts = []
-    original = hurry_module.hurried_side
-
-    def recorded(graph, guarantee, strategy, buzzer, side, eta):
-        out = original(graph, guarantee, strategy, buzzer, side, eta)
-        parts.append((buzzer, side, eta, out))
-        return out
-
-    with monkeypatch.context() as patch:
-        patch.setattr(hurry_module, "hurried_side", recorded)
-        _solve_start(SMALL, patch)
-    assert len(parts) > 1
-    for buzzer, side, eta, (strategy, values, rounds) in parts:
+    assert len(SMALL_PARTS) > 1
+    for buzzer, side, (strategy, values, rounds) in SMALL_PARTS:
         sign = 1.0 if side == 0 else -1.0
         exact = sign * best_response_values(buzzer, side, strategy)
-        assert np.abs(values - exact).max() <= 1e-2 * eta + 1e-12
+        assert np.abs(values - exact).max() <= 1e-2 * hurry_module.BUZZER + 1e-12
         assert not rounds.capped
