@@ -74,7 +74,7 @@ from .core.result import SolveResult
 from .core.shapley import max_cells, stage_matrix_kernel
 from .core.solve import solve_from
 from .core.stage import matrix_game_kernel, solve_matrix_game_lp
-from .scaling import WORKER_COUNTS, CostModel, measure_layers, measured_scaling, ranked_layers, scaling_of
+from .scaling import WORKER_COUNTS, CostModel, measure_layers, measured_scaling, modelled_scaling, ranked_layers
 from .solve_cost import measure_solve_cost
 
 TARGET_STAGE_RATIO = 300  # at 6x6
@@ -583,9 +583,9 @@ def bench_wavefront(tiny: tuple, measured: list[str], calibration: list[str]):
         *exact.lines(),
     ]
 
-    predicted = scaling_of(ranked, model.costs(ranked), model.describe(), model.rest * int(ranked.sizes.sum()))
+    predicted = modelled_scaling(ranked, model)
     itself = CostModel.calibrated(solved)
-    self_fit = scaling_of(ranked, itself.costs(ranked), itself.describe(), solved.rest_cpu)
+    self_fit = modelled_scaling(ranked, itself)
     yield [
         f"the cost model on the same board, {model.describe()}:",
         *predicted.lines()[:-1],
@@ -600,20 +600,18 @@ def bench_wavefront(tiny: tuple, measured: list[str], calibration: list[str]):
         f" (measured costs: {exact.speedup(16):.2f}x and {exact.speedup(64):.2f}x)",
     ]
 
-    full_model = CostModel.calibrated(solved)
     workers = usable_cores()
     start = time.perf_counter()
     with PeakMemory() as memory:
         full = ranked_layers(RuleSet(), rules_label([]), workers=workers)
     wall = time.perf_counter() - start
-    whole = scaling_of(full, full_model.costs(full), full_model.describe(), full_model.rest * int(full.sizes.sum()))
-    other = scaling_of(full, model.costs(full), model.describe(), model.rest * int(full.sizes.sum()))
+    whole, other = modelled_scaling(full, itself), modelled_scaling(full, model)
     yield [
         f"wavefront on {full.label}: {int(full.sizes.sum()):,} states in {len(full.specs)} layers over {full.ranks}"
         f" ranks ({full.solved_states:,} solved, {full.copied_states:,} copied), enumerated on {workers} processes"
         f" in {wall:.0f} s wall, {full.enumeration_cpu:.0f} CPU-s, peak memory {memory.peak / 1e9:.1f} GB"
         f" (all processes); not solved",
-        f"  the cost model, {full_model.describe()} (modelled layers {whole.total:,.0f} CPU-s on one worker):",
+        f"  the cost model, {itself.describe()} (modelled layers {whole.total:,.0f} CPU-s on one worker):",
         *whole.lines()[:-1],
         f"  with the rates of {model.source} instead: " + ", ".join(
             f"{w}: {other.speedup(w):.2f}x" for w in WORKER_COUNTS[1:]) + f"; bound {other.bound:.2f}x",

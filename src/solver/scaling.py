@@ -22,7 +22,6 @@ workers (a best case) and the rest as serial.
 
 from __future__ import annotations
 
-import resource
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,14 +35,9 @@ from rules.charge_spark.state import initial_position
 from .core import phase_clock
 from .core.layered import Layer, enumerate_by_rank, solve_layers
 from .core.wavefront import CriticalPath, LayerSpec, critical_path, makespan, spec_of
+from .solve_cost import cpu_with_children
 
 WORKER_COUNTS = (1, 2, 4, 8, 16, 64)
-
-
-def _cpu() -> float:
-    """CPU seconds of this process and of its children that have ended."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 @dataclass(frozen=True)
@@ -91,9 +85,9 @@ def _ranked(label: str, game: Any, layers: Sequence[Layer], enumeration_cpu: flo
 def ranked_layers(rules: RuleSet, label: str, workers: int = 1) -> RankedLayers:
     """`rules`' layers from the start, enumerated on `workers` processes; their states are let go."""
     game, roots = _game_of(rules)
-    cpu = _cpu()
+    cpu = cpu_with_children()
     layers = enumerate_by_rank(game, roots, workers=workers)
-    return _ranked(label, game, layers, _cpu() - cpu)
+    return _ranked(label, game, layers, cpu_with_children() - cpu)
 
 
 @dataclass(frozen=True)
@@ -125,9 +119,9 @@ def measure_layers(rules: RuleSet, label: str) -> MeasuredSolve:
         layers = enumerate_by_rank(game, roots, workers=1)
     enumeration = phase_clock.taken()
     costs: dict[int, float] = {}
-    cpu = _cpu()
+    cpu = cpu_with_children()
     solve_layers(game, layers, workers=1, layer_cpu=costs)
-    solve_cpu = _cpu() - cpu
+    solve_cpu = cpu_with_children() - cpu
     phases = phase_clock.taken()
     phase_clock.merge(enumeration)
     phase_clock.merge(phases)  # back on the clock, for whoever reads it after
@@ -245,12 +239,6 @@ def measured_scaling(measured: MeasuredSolve, workers: Sequence[int] = WORKER_CO
     return scaling_of(measured.layers, measured.layer_cpu, "measured, one worker", measured.rest_cpu, workers)
 
 
-def scaling_for(rules: RuleSet, label: str, model: CostModel | None = None, enumeration_workers: int = 1) -> Scaling:
-    """`rules`' predicted speed-ups on `WORKER_COUNTS` workers: from each layer's
-    measured cost (no `model`: the rules solved here on one worker), else from
-    `model`'s rates times the layers' sizes (enumerated only, on
-    `enumeration_workers` processes)."""
-    if model is None:
-        return measured_scaling(measure_layers(rules, label))
-    layers = ranked_layers(rules, label, enumeration_workers)
-    return scaling_of(layers, model.costs(layers), model.describe(), model.rest * int(layers.sizes.sum()))
+def modelled_scaling(layers: RankedLayers, model: CostModel, workers: Sequence[int] = WORKER_COUNTS) -> Scaling:
+    """The schedule replayed with `model`'s costs of `layers` (and its serial rest for their states)."""
+    return scaling_of(layers, model.costs(layers), model.describe(), model.rest * int(layers.sizes.sum()), workers)

@@ -47,17 +47,18 @@ class SolveCost:
         return f"solve cost: {self.passes:.1f} stage passes a state (phase shares: {shares})"
 
 
-def _children_cpu() -> float:
+def cpu_with_children() -> float:
+    """CPU seconds of this process and of its children that have ended (a solve's workers)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return time.process_time() + usage.ru_utime + usage.ru_stime
 
 
 def measure_solve_cost(game: Any, root: int, workers: int) -> SolveCost:
     """Solve `game` from `root` on `workers` processes, then time one stage pass over the states it solved."""
     phase_clock.taken()  # start the clock at zero
-    cpu, children = time.process_time(), _children_cpu()
+    cpu = cpu_with_children()
     result = solve_from(game, [root], show_progress=False, workers=workers)
-    solve_cpu = time.process_time() - cpu + _children_cpu() - children
+    solve_cpu = cpu_with_children() - cpu
     phases = phase_clock.taken()
     phases["other"] = max(0.0, solve_cpu - sum(phases.values()))
     states = np.asarray(result.states)

@@ -182,10 +182,7 @@ def _improve_side(
     reads its successors' buzzer values, and A does not change between
     rounds); a state solved is unmarked, and a buzzer value that moves by
     more than `MOVED` marks the states that lead to it (`pred_ptr`, `pred`)."""
-    a_buffer = np.empty(max_cells)
-    b_buffer = np.empty(max_cells)
-    held = np.empty(16)
-    T, basis = make_workspace(16)
+    a_buffer, b_buffer, held, T, basis = _state_buffers(max_cells)
     for i in range(row_ptr.shape[0] - 1):
         own = (row_ptr[i + 1] - row_ptr[i]) if row_side else (col_ptr[i + 1] - col_ptr[i])
         if own == 1 or not stale[i]:
@@ -200,6 +197,13 @@ def _improve_side(
         if abs(b_values[i] - before) > MOVED:
             for e in range(pred_ptr[i], pred_ptr[i + 1]):
                 stale[pred[e]] = True
+
+
+@numba.njit(cache=True)
+def _state_buffers(max_cells):
+    """The scratch `_improve_state` writes into: both stage matrices, the strategy held, the LP workspace."""
+    T, basis = make_workspace(16)
+    return np.empty(max_cells), np.empty(max_cells), np.empty(16), T, basis
 
 
 @numba.njit(cache=True)
@@ -284,10 +288,7 @@ def _settle_acyclic_side(
     (`_improve_state` once: its successors' buzzer values are final, so what
     its strategy guarantees in B is its exact buzzer value, from `b_values`
     at 0, the least); return the index of the first component that is not."""
-    a_buffer = np.empty(max_cells)
-    b_buffer = np.empty(max_cells)
-    held = np.empty(16)
-    T, basis = make_workspace(16)
+    a_buffer, b_buffer, held, T, basis = _state_buffers(max_cells)
     ncomp = comp_ptr.shape[0] - 1
     while ci < ncomp:
         if comp_ptr[ci + 1] - comp_ptr[ci] != 1:
@@ -425,14 +426,14 @@ def hurried_side(
     ptr = np.asarray(graph.row_ptr if side == 0 else graph.col_ptr, np.int64)
     local = np.full(graph.num_states, -1, np.int64)
     enough = max(IMPROVED, 1e-2 * eta)
+    # `values` is filled in place, component by component: the kernel's arguments are the same arrays throughout.
+    arrays = (*_improve_arrays(graph, guarantee, buzzer, values, side), out, max_cells(graph), declined, enough,
+              memo.caps, memo.lone)
     spent: list[Rounds] = []
     ci, ncomp = 0, comp_ptr.shape[0] - 1
     while ci < ncomp:
         with phase_clock.phase("hurried play: tie-break sweeps"):
-            ci = _settle_acyclic_side(  # type: ignore[call-arg]  # numba's dispatcher passes the kernel's own arguments
-                ci, comp_ptr, comp_states, succ_ptr, succ, *_improve_arrays(graph, guarantee, buzzer, values, side),
-                out, max_cells(graph), declined, enough, memo.caps, memo.lone,
-            )
+            ci = _settle_acyclic_side(ci, comp_ptr, comp_states, succ_ptr, succ, *arrays)
         if ci >= ncomp:
             break
         states = comp_states[comp_ptr[ci] : comp_ptr[ci + 1]]
