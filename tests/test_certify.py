@@ -481,11 +481,18 @@ def test_iterative_and_sparse_lu_paths_match_dense_path(seed, monkeypatch):
             np.testing.assert_allclose(b, a, atol=1e-11)
 
 
-def cycle_with_tiny_exit(length: int, exit_p: float) -> GameGraph:
+def cycle_with_tiny_exit(length: int, exit_p: float, chords: bool = False) -> GameGraph:
     """0 -> 1 -> ... -> length-1 -> 0; at 0 P1 may quit (a loss), and chance
-    leaves the cycle for a win with probability exit_p (so cycling wins surely)."""
-    spec = {i: {("-", "-"): [(1.0, (i + 1) % length)]} for i in range(length)}
-    spec[0] = {("cycle", "-"): [(1 - exit_p, 1 % length), (exit_p, W)], ("quit", "-"): [(1.0, L)]}
+    leaves the cycle for a win with probability exit_p (so cycling wins surely).
+    With `chords`, chance also skips a state half the time (i -> i + 2), so no
+    state has a lone successor and none is eliminated before the linear solve
+    (`elimination`): the solvers below it see the whole cycle."""
+    def moves(i: int, mass: float) -> list:
+        if not chords:
+            return [(mass, (i + 1) % length)]
+        return [(mass / 2, (i + 1) % length), (mass / 2, (i + 2) % length)]
+    spec = {i: {("-", "-"): moves(i, 1.0)} for i in range(length)}
+    spec[0] = {("cycle", "-"): [*moves(0, 1 - exit_p), (exit_p, W)], ("quit", "-"): [(1.0, L)]}
     return build(spec, TERMS)
 
 
@@ -498,10 +505,11 @@ def cycle_figures(g: GameGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return term, unend, values, actions
 
 
+@pytest.mark.parametrize("chords", [False, True], ids=["a cycle", "a cycle with chords"])
 @pytest.mark.parametrize("length, exit_p", [(5, 1e-20), (100, 1e-12), (100, 1e-20), (500, 1e-9)])
 @pytest.mark.parametrize("mode", ["default", "iterative", "fallback", "dense fallback", "sparse LU"])
 @pytest.mark.filterwarnings("ignore:iterative solve did not converge")
-def test_nearly_closed_components_stay_exact(length, exit_p, mode, monkeypatch):
+def test_nearly_closed_components_stay_exact(length, exit_p, mode, chords, monkeypatch):
     # Expected stay ~ length / exit_p turns: plain LU of I - P would be off by ~eps * that.
     if mode == "sparse LU" and exit_p < 1e-16:
         pytest.skip("the exit is below rounding: only the GTH elimination can see it")
@@ -511,7 +519,7 @@ def test_nearly_closed_components_stay_exact(length, exit_p, mode, monkeypatch):
                 "sparse LU": {"DENSE_MAX": 0, "ITER_MAX": 0, "_GTH_MAX": 0}}[mode]
     for name, value in settings.items():
         monkeypatch.setattr(linear_solve_mod, name, value)
-    term, unend, values, actions = cycle_figures(cycle_with_tiny_exit(length, exit_p))
+    term, unend, values, actions = cycle_figures(cycle_with_tiny_exit(length, exit_p, chords))
     np.testing.assert_allclose(term[:, 0], 1.0, atol=1e-14)
     np.testing.assert_allclose(unend, 0.0, atol=1e-14)
     np.testing.assert_allclose(values, 1.0, atol=1e-14)
@@ -519,7 +527,8 @@ def test_nearly_closed_components_stay_exact(length, exit_p, mode, monkeypatch):
 
 
 def test_a_component_bicgstab_crawls_on_goes_to_sparse_lu_and_stays_exact(monkeypatch):
-    # 500 states, expected stay 5e11 turns: far more than 300 BiCGSTAB steps.
+    # 500 states, expected stay 5e11 turns: far more than 300 BiCGSTAB steps. (Without
+    # chords the elimination before the linear solve settles the cycle alone.)
     outcomes = []
     solve = linear_solve_mod._sparse_lu_solve
 
@@ -529,7 +538,7 @@ def test_a_component_bicgstab_crawls_on_goes_to_sparse_lu_and_stays_exact(monkey
         return sol, outcome
 
     monkeypatch.setattr(linear_solve_mod, "_sparse_lu_solve", counted)
-    term, _, values, _ = cycle_figures(cycle_with_tiny_exit(500, 1e-9))
+    term, _, values, _ = cycle_figures(cycle_with_tiny_exit(500, 1e-9, chords=True))
     assert outcomes and set(outcomes) == {"exact"}
     np.testing.assert_allclose(term[:, 0], 1.0, atol=1e-14)
     np.testing.assert_allclose(values, 1.0, atol=1e-14)
