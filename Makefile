@@ -31,9 +31,11 @@ $(STAMP): pyproject.toml
 # Lint first: a check that fails in seconds should not wait behind the suite.
 # The browser tests (the report's, the explorer's) drive chromium and chromedriver
 # where they are installed (.ci/run installs them), and are skipped with the reason
-# where they are not.
+# where they are not. The suite runs on every core (pytest-xdist), a test module
+# to a worker, so that a module's shared fixtures are built once.
+TEST_WORKERS = -n auto --dist loadscope
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(TEST_WORKERS)
 
 # ruff over the sources and tests; mypy over the generic engine (solver.core).
 lint: $(STAMP)
@@ -41,7 +43,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 test-all: lint
-	$(PY) -m pytest -q -m ''
+	$(PY) -m pytest -q -m '' $(TEST_WORKERS)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info
