@@ -141,6 +141,22 @@ def _check_k(G, s, resp_is_row, fixed_w, in_k, witness):
 
 
 @njit(cache=True)
+def _some_move_may_go_on_surely(out_ptr, out_next, out_prob):
+    """Whether some cell's outcomes all go on (none ends play with a positive
+    chance). Without one no reply keeps play going surely: K is empty, whatever
+    the strategies (a buzzer game, where every turn may be the last)."""
+    for k in range(out_ptr.shape[0] - 1):
+        ends = False
+        for o in range(out_ptr[k], out_ptr[k + 1]):
+            if out_next[o] < 0 and out_prob[o] > 0.0:
+                ends = True
+                break
+        if not ends:
+            return True
+    return False
+
+
+@njit(cache=True)
 def _k_component(G, cs, ci, comp_of, loc, succ_ptr, succ, resp_is_row, fixed_w, in_k, witness):
     """Greatest fixed point K restricted to one component (later components'
     membership is final). Worklist peeling: a removal re-checks predecessors."""
@@ -222,14 +238,24 @@ def _set_choice(G, s, a, resp_is_row, choice, resp_w):
 
 @njit(cache=True)
 def _argmax_q(G, s, resp_is_row, fixed_w, sign, X):
+    best, best_a, _ = _argmax_q_and(G, s, resp_is_row, fixed_w, sign, X, -1)
+    return best, best_a
+
+
+@njit(cache=True)
+def _argmax_q_and(G, s, resp_is_row, fixed_w, sign, X, held):
+    """(best Q, its action, the Q of action `held`): one pass over the actions."""
     best = -np.inf
     best_a = 0
+    q_held = -np.inf
     for a in range(_n_resp(G, s, resp_is_row)):
         q = _q(G, s, a, resp_is_row, fixed_w, sign, X)
+        if a == held:
+            q_held = q
         if q > best:
             best = q
             best_a = a
-    return best, best_a
+    return best, best_a, q_held
 
 
 @njit(cache=True)
@@ -248,8 +274,8 @@ def _improve(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, res
     changes = 0
     for j in range(cs.shape[0]):
         s = cs[j]
-        cur = w_u if stall[s] else _q(G, s, choice[s], resp_is_row, fixed_w, sign, X)
-        best, best_a = _argmax_q(G, s, resp_is_row, fixed_w, sign, X)
+        best, best_a, q_held = _argmax_q_and(G, s, resp_is_row, fixed_w, sign, X, choice[s])
+        cur = w_u if stall[s] else q_held
         if in_k[s] and w_u >= best:
             if w_u > cur + eps:
                 stall[s] = True
@@ -280,7 +306,8 @@ def _has_self_loop(succ_ptr, succ, s):
 @njit(cache=True)
 def _br_run(
     G, resp_is_row, fixed_w, sign, w_u, worst, comp_ptr, comp_states, comp_of, loc, succ_ptr, succ,
-    in_k, witness, X, choice, stall, resp_w, term_vec, start, dense_max, iter_max, eps, max_sweeps, max_iter, warm,
+    in_k, witness, X, choice, stall, resp_w, term_vec, may_stall, start, dense_max, iter_max, eps, max_sweeps, max_iter,
+    warm,
 ):
     """Best response on components from `start` on; stop at the first one the
     iterative solver fails on and return its index (the caller redoes it with
@@ -297,7 +324,7 @@ def _br_run(
         if c == 1 and not _has_self_loop(succ_ptr, succ, cs[0]):
             # Acyclic state (the common case): one Bellman backup is exact.
             s = cs[0]
-            in_k[s] = _check_k(G, s, resp_is_row, fixed_w, in_k, witness)
+            in_k[s] = may_stall and _check_k(G, s, resp_is_row, fixed_w, in_k, witness)
             best, best_a = _argmax_q(G, s, resp_is_row, fixed_w, sign, X)
             if in_k[s] and w_u >= best:
                 stall[s] = True
@@ -310,7 +337,8 @@ def _br_run(
         for j in range(c):
             loc[cs[j]] = j
             X[cs[j], 0] = warm[cs[j]] if warm.shape[0] else worst
-        _k_component(G, cs, ci, comp_of, loc, succ_ptr, succ, resp_is_row, fixed_w, in_k, witness)
+        if may_stall:
+            _k_component(G, cs, ci, comp_of, loc, succ_ptr, succ, resp_is_row, fixed_w, in_k, witness)
         if c > _VI_MIN_SIZE and not warm.shape[0]:  # tiny components: a sweep costs about as much as an exact solve
             _vi_sweeps(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, max_sweeps, _VI_TOL)
         _greedy(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps)
@@ -346,7 +374,7 @@ def _br_run(
 
 def _br_big_component(
     G, resp_is_row, fixed_w, sign, w_u, worst, comp_ptr, comp_states, comp_of, loc, succ_ptr, succ,
-    in_k, witness, X, choice, stall, resp_w, term_vec, ci, eps,
+    in_k, witness, X, choice, stall, resp_w, term_vec, may_stall, ci, eps,
 ) -> None:
     """The same steps as `_br_run` for one component, with `fallback_solve`
     (when the iterative solve failed on it)."""
@@ -354,7 +382,8 @@ def _br_big_component(
     c = cs.shape[0]
     loc[cs] = np.arange(c)
     X[cs, 0] = worst
-    _k_component(G, cs, ci, comp_of, loc, succ_ptr, succ, resp_is_row, fixed_w, in_k, witness)
+    if may_stall:
+        _k_component(G, cs, ci, comp_of, loc, succ_ptr, succ, resp_is_row, fixed_w, in_k, witness)
     _vi_sweeps(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, _VI_SWEEPS, _VI_TOL)
     _greedy(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps)
     no_reward = np.zeros((0, 1))
@@ -427,7 +456,7 @@ def best_response_and_stalls(
     warm = np.zeros(0) if guess is None else sign * np.ascontiguousarray(guess, np.float64)
     shared = (  # what `_br_run` and `_br_big_component` both take first
         G, resp_is_row, fixed_w, sign, w_u, worst, comp_ptr, comp_states, comp_of, loc, succ_ptr, succ,
-        in_k, witness, X, choice, stall, resp_w, term_vec,
+        in_k, witness, X, choice, stall, resp_w, term_vec, _some_move_may_go_on_surely(G[3], G[4], G[5]),
     )
     ci = 0
     while True:
