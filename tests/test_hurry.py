@@ -197,9 +197,10 @@ def test_a_position_keeps_its_stage_strategy_unless_another_ends_the_game_sooner
 
 
 def test_what_a_round_keeps_of_the_stage_games_changes_nothing(monkeypatch, small_hurried):
-    """Hurried play's rounds keep each state's cap and lone pure action
-    (`StageMemo`) instead of solving the same stage game A again: the
-    strategies and lengths are bit for bit those of solving it every round."""
+    """Hurried play's rounds keep each state's cap and lone pure action, and
+    where the side has one optimal strategy in A they keep it (`StageMemo`),
+    instead of solving the same stage game A again: the strategies and
+    lengths are bit for bit those of solving it every round."""
     _, root, kept = small_hurried
     improve = hurry_module.improve_strategy
 

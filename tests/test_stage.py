@@ -410,3 +410,57 @@ def test_tiebreak_skipped_only_where_the_lp_has_nothing_to_choose() -> None:
     tied = np.array([[0.5, 0.9], [0.5, 0.1]])  # row 1 meets the cap too in the saddle's column
     assert not stage._only_feasible(tied, x, 0.5, True)
     assert not stage._only_feasible(strict, np.array([0.5, 0.5]), 0.5, True)  # a mix is never skipped
+
+
+def optimal_set_is_a_point(A: np.ndarray, v: float, row_side: bool) -> bool:
+    """Independently (scipy's HiGHS): whether every coordinate of the side's
+    optimal strategies is pinned, its least and greatest over the optimal set
+    within 1e-7 of each other."""
+    G = A if row_side else -A.T  # P2's optimal strategies are P1's in -A^T, whose value is -v
+    value = v if row_side else -v
+    k = G.shape[0]
+    bounds = [(0, None)] * k
+    a_ub, b_ub = -G.T, -np.full(G.shape[1], value - 1e-12)
+    for i in range(k):
+        unit = np.eye(k)[i]
+        low = scipy.optimize.linprog(unit, A_ub=a_ub, b_ub=b_ub, A_eq=np.ones((1, k)), b_eq=[1.0], bounds=bounds)
+        high = scipy.optimize.linprog(-unit, A_ub=a_ub, b_ub=b_ub, A_eq=np.ones((1, k)), b_eq=[1.0], bounds=bounds)
+        if -high.fun - low.fun > 1e-7:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("ties", [False, True], ids=["generic entries", "entries of 0, 0.5 and 1"])
+def test_a_side_said_to_have_one_optimal_strategy_has_one(ties):
+    rng = np.random.default_rng(7 if ties else 8)
+    said, found = 0, 0
+    for _ in range(300):
+        m, n = rng.integers(1, 5, 2)
+        A = rng.integers(0, 3, (m, n)) / 2.0 if ties else rng.random((m, n))
+        x, y = np.empty(m), np.empty(n)
+        T, basis = make_workspace(8)
+        v = matrix_game_kernel_ws(A, x, y, T, basis)
+        for row_side in (True, False):
+            unique = optimal_set_is_a_point(A, v, row_side)
+            found += unique
+            if stage.only_optimal_strategy(A, v, x, y, row_side):
+                said += 1
+                assert unique, (A, row_side)
+    # Sound, and not so cautious as to be useless: generic games have one optimal strategy a side.
+    assert said >= (0.9 * found if not ties else 0.3 * found) and said > 50
+
+
+def test_one_optimal_strategy_in_known_games():
+    pennies = np.array([[1.0, 0.0], [0.0, 1.0]])
+    x, y = np.array([0.5, 0.5]), np.array([0.5, 0.5])
+    assert stage.only_optimal_strategy(pennies, 0.5, x, y, True) and stage.only_optimal_strategy(pennies, 0.5, x, y, False)
+    # A third row mixing the first two as well: (1/2, 1/2, 0) and (0, 0, 1) are both optimal for P1.
+    third = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]])
+    assert not stage.only_optimal_strategy(third, 0.5, np.array([0.0, 0.0, 1.0]), y, True)
+    # P2 must still mix evenly: P1's (1/2, 1/2, 0) shows it, while (0, 0, 1) binds P2 only to the value (cautious).
+    assert stage.only_optimal_strategy(third, 0.5, np.array([0.5, 0.5, 0.0]), y, False)
+    assert not stage.only_optimal_strategy(third, 0.5, np.array([0.0, 0.0, 1.0]), y, False)
+    # Row 0 wins whatever P2 plays: P1's strategy is pinned, P2's is anything.
+    won = np.array([[1.0, 1.0], [0.0, 0.0]])
+    x, y = np.array([1.0, 0.0]), np.array([1.0, 0.0])
+    assert stage.only_optimal_strategy(won, 1.0, x, y, True) and not stage.only_optimal_strategy(won, 1.0, x, y, False)

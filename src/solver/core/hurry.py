@@ -55,6 +55,7 @@ from .stage import (
     col_guarantee,
     make_workspace,
     matrix_game_kernel_ws,
+    only_optimal_strategy,
     row_guarantee,
     tiebreak_cap,
     tiebreak_lp_ws,
@@ -79,7 +80,8 @@ STRATEGY_SETTLED = 1e-12  # a round that moves no strategy weight by more than t
 MAX_FALLBACK_ROUNDS = 6
 IMPROVED = 1e-13  # a round that raises no buzzer value by more than this has converged
 UNSEEN = -1  # `StageMemo.lone` of a state not solved yet ...
-NEEDS_LP = -2  # ... of one whose tie-break the LP decides; else the one pure action keeping the cap
+NEEDS_LP = -2  # ... of one whose tie-break the LP decides ...
+ONLY_OPTIMAL = -3  # ... of one whose side has one optimal strategy in A (it keeps it); else the one pure action keeping the cap
 MOVED = 1e-14
 """A buzzer value that moves by more than this sends the states leading to it
 back to their tie-break LP; smaller moves (round-off of the exact evaluation)
@@ -225,7 +227,12 @@ def _improve_state(
     A is the same in every round, so its value and the cap the tie-break
     keeps are found once per state (`caps`), and where one pure action alone
     keeps the cap (`lone`: that action; `NEEDS_LP` where the tie-break LP
-    chooses; `UNSEEN` before the first visit) later rounds skip both LPs."""
+    chooses; `UNSEEN` before the first visit) later rounds skip both LPs.
+    So do they where the side has only one optimal strategy in A
+    (`only_optimal_strategy`) and holds it (`ONLY_OPTIMAL`): the LP could
+    only find it again. (Holding the value solve's strategy instead, a
+    state keeps its LP: that strategy may be optimal in A only to within
+    the switching rule's 1e-12.)"""
     m = row_ptr[i + 1] - row_ptr[i]
     n = col_ptr[i + 1] - col_ptr[i]
     own = m if row_side else n
@@ -238,6 +245,7 @@ def _improve_state(
     now = held[:own]
     out = now
     solved = True
+    unique = False
     if own > 1:
         stage_matrix_kernel(i, a_values, 1.0, a_unending, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, m, n, a)
         x = np.empty(m)
@@ -248,7 +256,10 @@ def _improve_state(
                 v = matrix_game_kernel_ws(a, x, y, T, basis)
                 caps[i] = tiebreak_cap(a, v, 0.0, row_side, x, y)
                 k = tiebreak_side_ws(a, b, caps[i], row_side, out, T, basis)
+                unique = k < 0 and only_optimal_strategy(a, v, x, y, row_side)
                 lone[i] = k if k >= 0 else NEEDS_LP
+            elif lone[i] == ONLY_OPTIMAL:
+                out = now
             elif lone[i] >= 0:
                 out[:] = 0.0
                 out[lone[i]] = 1.0
@@ -266,6 +277,8 @@ def _improve_state(
         else:
             kept = (col_guarantee(a, now) <= col_guarantee(a, out) + 1e-12
                     and col_guarantee(b, out) >= col_guarantee(b, now) - gain)
+        if unique and (not kept or _same(now, out)):
+            lone[i] = ONLY_OPTIMAL  # the strategy held is the only optimal one: later rounds keep it without an LP
         if kept:
             out = now
         else:
@@ -276,6 +289,14 @@ def _improve_state(
     else:
         b_values[i] = min(b_values[i], col_guarantee(b, out))
     return solved
+
+
+@numba.njit(cache=True)
+def _same(p, q):
+    for k in range(p.shape[0]):
+        if p[k] != q[k]:
+            return False
+    return True
 
 
 @numba.njit(cache=True)
@@ -349,7 +370,8 @@ def mark_stale(stale: np.ndarray, moved: np.ndarray, pred_ptr: np.ndarray, pred:
 class StageMemo:
     """What `improve_strategy` learns of each state's stage game A, which stays
     the same from round to round: the cap its side's tie-break keeps, and
-    the one pure action keeping it where there is only one (see `_improve_state`)."""
+    the one pure action keeping it where there is only one, or whether the
+    side has one optimal strategy and holds it (see `_improve_state`)."""
 
     caps: np.ndarray
     lone: np.ndarray

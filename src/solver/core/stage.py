@@ -749,6 +749,66 @@ def tiebreak_lp_ws(A, B, cap, row_side, out, T, basis):
 _ALONE_MARGIN = 1e-9  # relative to max|A|: how far below the cap every other action must fall
 
 
+_SUPPORT = 1e-6  # an opponent's weight above this binds a column (a row) to the value ...
+_BEST_REPLY = 1e-9  # ... and a row (a column) within this of the value against its strategy may be played
+_RANK_PIVOT = 1e-6  # a pivot below this (times the matrix's largest entry) counts as zero: the rank falls short
+
+
+@numba.njit(cache=True)
+def only_optimal_strategy(A: np.ndarray, v: float, x: np.ndarray, y: np.ndarray, row_side: bool) -> bool:
+    """Whether the side's optimal strategy in A is unique, given A's value `v`
+    and optimal strategies `x`, `y` (from `matrix_game_kernel_ws`).
+
+    By complementary slackness every optimal x of P1 plays only rows that
+    are best replies to y, (A y)_i = v, and meets the value exactly at every
+    column y plays, (x^T A)_j = v (P2's likewise with the roles swapped).
+    Where those equations and sum x = 1 leave one solution (full column
+    rank), the optimal strategy is unique, and a tie-break among the optimal
+    strategies has nothing to choose from. Conservative: rows within
+    `_BEST_REPLY` of the value count as best replies, only columns played
+    with more than `_SUPPORT` bind, and a near-singular system counts as
+    leaving a choice."""
+    m, n = A.shape
+    own, other = (m, n) if row_side else (n, m)
+    free = np.empty(own, np.int64)  # the actions an optimal strategy may play
+    unknowns = 0
+    for k in range(own):
+        reply = 0.0
+        for h in range(other):
+            reply += (A[k, h] * y[h]) if row_side else (x[h] * A[h, k])
+        if (reply >= v - _BEST_REPLY) if row_side else (reply <= v + _BEST_REPLY):
+            free[unknowns] = k
+            unknowns += 1
+    rows = 1
+    for h in range(other):
+        if (y[h] if row_side else x[h]) > _SUPPORT:
+            rows += 1
+    if rows < unknowns:
+        return False
+    M = np.ones((rows, unknowns))  # the last row: the weights sum to 1
+    r = 0
+    for h in range(other):
+        if (y[h] if row_side else x[h]) > _SUPPORT:
+            for c in range(unknowns):
+                M[r, c] = A[free[c], h] if row_side else A[h, free[c]]
+            r += 1
+    scale = max(1.0, np.abs(M).max())
+    for c in range(unknowns):  # Gaussian elimination with partial pivoting: a column without a pivot is free
+        best = c
+        for q in range(c + 1, rows):
+            if abs(M[q, c]) > abs(M[best, c]):
+                best = q
+        if abs(M[best, c]) <= _RANK_PIVOT * scale:
+            return False
+        for t in range(unknowns):
+            M[c, t], M[best, t] = M[best, t], M[c, t]
+        for q in range(c + 1, rows):
+            f = M[q, c] / M[c, c]
+            for t in range(c, unknowns):
+                M[q, t] -= f * M[c, t]
+    return True
+
+
 @numba.njit(cache=True)
 def _only_feasible(A, strategy, cap, row_side):
     """Whether the pure `strategy` is the only one of its player that keeps `cap`
