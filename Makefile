@@ -4,7 +4,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install solve report test test-all lint clean docs
 
-# The printed rules solved from the start (about 35 min on 2 cores, 4.9 GB, a 12.3 GB table in the
+# The printed rules solved from the start (about 21 min on 2 cores, 5.0 GB, a 12.3 GB table in the
 # cache), then the answer at the start, read back from the stored table.
 solve: $(STAMP)
 	$(VENV)/bin/charge-spark solve

@@ -49,16 +49,17 @@ def note_on_stderr(message: str) -> None:
 SOLVE_START = 5.0
 """Seconds `query` foretells for a solve whatever its size (the process
 started, the compiled kernels loaded, the table stored) ..."""
-SOLVE_RATE = 25_000
+SOLVE_RATE = 40_000
 """... and states a second past that, a whole run from process start to table
-stored on the project's 2-core machine: the printed rules' 49,383,601 states
-took 2,002 s from an empty cache (de1e31e, 2026-12-05, load 2 to 5), and
-`board=S*M` health 1's 214,123 states 12 to 27 s (load 2 to 3.7). Rule sets
-where a side has no stationary optimal strategy go slower (the printed
-rules with Spark dealing 2: 1 h 17 min for 47.3 M states)."""
+solved on the project's 2-core machine: the printed rules' 49,383,601 states
+took 1,232 s from an empty cache (9ed71cf, 2026-12-05, at nice 10 beside
+other work for part of it), and `board=S*M` health 1's 214,123 states 6.0 to
+6.3 s (idle). Rule sets where a side has no stationary optimal strategy go
+slower (the printed rules with Spark dealing 2: 1 h 17 min for 47.3 M
+states, at c267ae7)."""
 
 UNASKED_SOLVE_LIMIT = 5_000_000
-"""The most states (estimated) `query` solves without `--max-states` (about 4
+"""The most states (estimated) `query` solves without `--max-states` (about 2
 minutes at `SOLVE_RATE`): past it the user is asked to run `solve` first,
 rather than half an hour's work starting unasked."""
 
