@@ -593,8 +593,7 @@ def bench_wavefront(tiny: tuple, measured: list[str], calibration: list[str]):
             f"{w}: {predicted.speedup(w):.2f}x vs {exact.speedup(w):.2f}x" for w in WORKER_COUNTS[1:])
         + f"; bound {predicted.bound:.2f}x vs {exact.bound:.2f}x",
         f"  the model calibrated on this board itself ({1e6 * itself.solved:.1f} us a solved state,"
-        f" {1e6 * itself.copied:.2f} us a copied one): " + ", ".join(
-            f"{w}: {self_fit.speedup(w):.2f}x" for w in WORKER_COUNTS[1:]) + f"; bound {self_fit.bound:.2f}x"
+        f" {1e6 * itself.copied:.2f} us a copied one): {self_fit.speedups()}"
         " (what remains is the error of costs in proportion to states)",
         f"  model: {predicted.speedup(16):.2f}x on 16 workers, {predicted.speedup(64):.2f}x on 64"
         f" (measured costs: {exact.speedup(16):.2f}x and {exact.speedup(64):.2f}x)",
@@ -613,8 +612,7 @@ def bench_wavefront(tiny: tuple, measured: list[str], calibration: list[str]):
         f" (all processes); not solved",
         f"  the cost model, {itself.describe()} (modelled layers {whole.total:,.0f} CPU-s on one worker):",
         *whole.lines()[:-1],
-        f"  with the rates of {model.source} instead: " + ", ".join(
-            f"{w}: {other.speedup(w):.2f}x" for w in WORKER_COUNTS[1:]) + f"; bound {other.bound:.2f}x",
+        f"  with the rates of {model.source} instead: {other.speedups()}",
         f"  model: {whole.speedup(16):.2f}x on 16 workers, {whole.speedup(64):.2f}x on 64 (bound {whole.bound:.2f}x;"
         f" end to end {whole.end_to_end(16):.1f}x and {whole.end_to_end(64):.1f}x)",
     ]

@@ -190,6 +190,10 @@ class Scaling:
         one = self.layers.enumeration_cpu + self.total + self.rest_cpu
         return one / (self.layers.enumeration_cpu / workers + self.makespan(workers) + self.rest_cpu)
 
+    def speedups(self) -> str:
+        """'2: 1.9x, 4: 3.6x, ...; bound 21.6x': the speed-up on each number of workers past one."""
+        return ", ".join(f"{w}: {self.speedup(w):.2f}x" for w, _ in self.makespans if w > 1) + f"; bound {self.bound:.2f}x"
+
     def critical_ranks(self) -> list[int]:
         return [self.layers.specs[i].rank for i in self.critical.layers]
 

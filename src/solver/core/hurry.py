@@ -277,7 +277,7 @@ def _improve_state(
         else:
             kept = (col_guarantee(a, now) <= col_guarantee(a, out) + 1e-12
                     and col_guarantee(b, out) >= col_guarantee(b, now) - gain)
-        if unique and (not kept or _same(now, out)):
+        if unique and (not kept or np.array_equal(now, out)):
             lone[i] = ONLY_OPTIMAL  # the strategy held is the only optimal one: later rounds keep it without an LP
         if kept:
             out = now
@@ -289,14 +289,6 @@ def _improve_state(
     else:
         b_values[i] = min(b_values[i], col_guarantee(b, out))
     return solved
-
-
-@numba.njit(cache=True)
-def _same(p, q):
-    for k in range(p.shape[0]):
-        if p[k] != q[k]:
-            return False
-    return True
 
 
 @numba.njit(cache=True)

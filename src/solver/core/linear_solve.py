@@ -403,13 +403,10 @@ def _core_solve(c, ptr, idx, val, ex, b, alive, core, x0, sol, inf_vec, dense_ma
     """Solve the core `eliminate` left (the transitions `alive` between the
     states marked `core`) into those rows of `sol`; False if the iteration
     did not get there."""
-    local = np.full(c, -1, np.int64)
-    n = 0
-    for j in range(c):
-        if core[j]:
-            local[j] = n
-            n += 1
     states = np.flatnonzero(core)
+    n = states.shape[0]
+    local = np.full(c, -1, np.int64)
+    local[states] = np.arange(n)
     cptr = np.zeros(n + 1, np.int64)
     for a in range(n):
         j = states[a]
