@@ -317,6 +317,7 @@ def test_a_parts_file_carries_a_report_to_another_cache(report, tmp_path):
                  "--cache-dir", str(empty), "--parts", str(parts))
     assert result.exit_code == 0, result.output
     again = (tmp_path / "again.html").read_text()
+    assert _failed_solves(report[1].parent / "report.json") == []
     assert _body(again) == _body(html)
     assert all(row[3] != "computed" for row in _made_rows(again))
     assert not empty.exists() or not any(empty.rglob("*.table*"))  # no table solved, none stored
@@ -600,6 +601,21 @@ def test_the_time_left_is_the_pace_so_far_times_the_solves_left():
     assert time_left(1.0, 10, 1) == "about 1 min left at this pace"  # never "0 min"
 
 
+def _failed_solves(report_json) -> list[str]:
+    """Every further solve that report.json says could not be had, with why (none should be)."""
+    data = json.loads(report_json.read_text())
+    failed = [f"P1 may not play {x['card']}: {x['error']}" for x in data["indispensable"] if x["error"]]
+    failed += [f"{c['key']}={p['amount']}: {p['certificate']}" for c in data["cost_curves"] for p in c["points"]
+               if str(p.get("certificate", "")).startswith("could not be solved")]
+    return failed
+
+
+def test_every_further_solve_of_the_report_was_had(report):
+    """No restricted game nor price point failed (a failure is shown on the page, and its
+    row in "How this report was made" has no time): the tests below read their figures."""
+    assert _failed_solves(report[1].parent / "report.json") == []
+
+
 def _made_rows(html: str) -> list[tuple[str, str, str, str]]:
     """(part, wall time, states, computed or cached) of each row of "How this report was made"."""
     table = re.search(r'<table id="made-table">(.*?)</table>', html, re.S).group(1)
@@ -622,7 +638,8 @@ def test_how_the_report_was_made_lists_every_part_with_its_cost(report, tmp_path
     assert table[2] == states and table[3] == "computed"
     assert all(row[3] == "computed" for row in first), first
     restricted = [row for row in first if row[0].startswith("P1 may not play ")]
-    assert len(restricted) >= 5 and all(row[1] != "-" and row[2] != "-" for row in restricted)
+    assert len(restricted) >= 5 and all(row[1] != "-" and row[2] != "-" for row in restricted), (
+        restricted, _failed_solves(report[1].parent / "report.json"))
     assert "further solves" in parts and "skill gap" in parts and "card usage" in parts
     assert int(parts[PART_LABELS["play"]][2].replace(",", "")) <= int(states.replace(",", ""))
 

@@ -139,6 +139,25 @@ def test_a_checkpoint_part_is_trusted_only_whole(tmp_path):
     assert kept.load(3) is None and kept.finished_parts() == []
     assert Checkpoint(tmp_path, {"what": 1}).finished_parts() == []
 
+def test_a_checkpoint_is_made_when_a_sibling_solve_removes_the_shared_parent_meanwhile(tmp_path, monkeypatch):
+    """Solves side by side keep their work in one parent that each removes when done and
+    empty (`tables.resuming_in`): it may go between making it and making the solve's own directory."""
+    shared, made = tmp_path / "resume", []
+    real_mkdir = Path.mkdir
+
+    def mkdir_raced(self, *args, **kwargs):
+        if self.parent == shared and not made:
+            made.append(self)
+            real_mkdir(shared)
+            shared.rmdir()  # the sibling, done, removes the emptied parent
+            raise FileNotFoundError(self)
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir_raced)
+    kept = Checkpoint(shared / "key.without-barrier", {"what": 1})
+    assert made and kept.directory.is_dir() and (kept.directory / "manifest.json").is_file()
+
+
 
 @pytest.mark.parametrize("what", ["variant", "ray"])
 def test_a_reports_further_solve_killed_mid_rank_resumes_from_its_kept_ranks(tmp_path, monkeypatch, what):

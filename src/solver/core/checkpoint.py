@@ -35,6 +35,20 @@ def digest_of_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def _make_directory(directory: Path, attempts: int = 5) -> None:
+    """`directory` and its parents. Solves running side by side keep their
+    checkpoints in one parent, which each removes once it is done and empty:
+    it can go between making the parent and making `directory` in it, so
+    that case is tried again."""
+    for attempt in range(attempts):
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            return
+        except FileNotFoundError:
+            if attempt == attempts - 1:
+                raise
+
+
 class Checkpoint:
     """The finished parts of one solve, in `directory`, for the solve that
     `manifest` describes (a JSON-able mapping)."""
@@ -42,7 +56,7 @@ class Checkpoint:
     def __init__(self, directory: str | os.PathLike[str], manifest: Mapping[str, Any]) -> None:
         self.directory = Path(directory)
         self.manifest = json.loads(json.dumps(manifest))  # as it reads back
-        self.directory.mkdir(parents=True, exist_ok=True)
+        _make_directory(self.directory)
         path = self.directory / MANIFEST
         try:
             same = json.loads(path.read_text()) == self.manifest

@@ -254,7 +254,10 @@ def further_solves(
         plan.done += 1
         seconds = f" in {answer.seconds:.0f} s" if getattr(answer, "seconds", None) is not None else ""
         mark = ""  # never silent: the page's row gives no number of a solve that is not certified
-        if isinstance(answer, (RestrictedValue, PointValue, VariantSummary)) and not getattr(answer, "error", None):
+        failed = getattr(answer, "error", None) or getattr(answer, "reason", None)
+        if failed:
+            mark = f" (could not be solved: {failed})"
+        elif isinstance(answer, (RestrictedValue, PointValue, VariantSummary)):
             mark = "" if answer.certificate.certified else f" ({answer.certificate.text})"
         left = plan.total - plan.done
         plan.time_left = time_left(time.perf_counter() - started, plan.done, left) if left else ""
