@@ -9,6 +9,7 @@ from collections import namedtuple
 import numpy as np
 import pytest
 
+import solver.core.solve as core_solve
 from rules.charge_spark.config import RuleSet, apply_overrides, fingerprint
 from solver import tables
 from solver.core.result import ARRAY_FIELDS
@@ -50,8 +51,25 @@ def test_no_table_is_stored_where_the_disk_would_keep_too_little(tmp_path, monke
     warnings = []
     table = tables.solved_table(SMALL, tmp_path, warn=warnings.append)
     assert not table.stored and not table.path.exists()
-    assert len(warnings) == 1 and "\n" not in warnings[0] and "not storing the table" in warnings[0]
+    assert len(warnings) == 2 and not any("\n" in w for w in warnings)
+    assert "will not be stored" in warnings[0] and "not storing the table" in warnings[1]
     assert table.result.values.size > 0  # the solve is still there to use
+
+
+def test_a_solve_whose_table_the_disk_cannot_keep_says_so_before_it_starts(tmp_path, monkeypatch):
+    said, solving = [], []
+
+    real = core_solve.solve_from
+    monkeypatch.setattr(core_solve, "solve_from", lambda *args, **kwargs: solving.append(len(said)) or real(*args, **kwargs))
+    estimated = tables.estimate_reachable(SMALL) * tables.TABLE_BYTES_PER_STATE
+    free = int(3 * estimated + tables.DISK_RESERVE_BYTES) - 1  # one byte short of keeping the table
+    monkeypatch.setattr(tables.shutil, "disk_usage", lambda path: Usage(10**13, 0, free))
+    tables.solved_table(SMALL, tmp_path, warn=said.append)
+    assert solving == [1] and "will not be stored" in said[0] and str(tmp_path) in said[0]  # said before solving
+    said.clear()
+    monkeypatch.setattr(tables.shutil, "disk_usage", lambda path: Usage(10**13, 0, 10**13))
+    tables.solved_table(SMALL, tmp_path / "roomy", warn=said.append)
+    assert said == []
 
 
 def test_an_unstored_table_asked_for_mapped_is_read_from_a_copy_deleted_at_once(tmp_path, monkeypatch):

@@ -42,6 +42,10 @@ DISK_RESERVE_BYTES = 5 * 10**9
 a sweep or report of large rule sets must not fill the disk with tables it has
 already summarised (their numbers are kept in the results cache)."""
 
+TABLE_BYTES_PER_STATE = 250
+"""About what a stored table takes a state: its figures, and about five cards a
+side with their weights (249 bytes on the printed rules, 250 at health 1)."""
+
 
 @dataclass(frozen=True)
 class SolvedTable:
@@ -282,10 +286,13 @@ def solved_table(
         game = ChargeSparkGame(rules)
         code = game.encode(initial_position(rules))
         seed = warm_start(warm, game, warn)
+        estimated = estimate_reachable(rules)
+        if warn is not None and (short := room_warning(path.parent, estimated)) is not None:
+            warn(short)  # before the solve, not after it: the user may free room, or stop and choose another disk
         with resuming_in(resume_dir_of(path)) as resume:
             result = solve_from(
                 game, [code], show_progress=show_progress, max_states=max_states,
-                estimated_states=estimate_reachable(rules), estimated_from="from the start", workers=workers,
+                estimated_states=estimated, estimated_from="from the start", workers=workers,
                 warm=seed, resume_dir=resume,
             )
         # The header holds the largest exploitability; a table over the bound also records how many states are.
@@ -365,6 +372,22 @@ def room_to_store(directory: Path, size: int) -> bool:
     keeps at least 2 x `size` + `DISK_RESERVE_BYTES` free after it."""
     directory.mkdir(parents=True, exist_ok=True)
     return shutil.disk_usage(directory).free - size >= 2 * size + DISK_RESERVE_BYTES
+
+
+def room_warning(directory: Path, states: float) -> str | None:
+    """What to say before a solve of about `states` states whose table the disk
+    in `directory` will not have room to keep (`room_to_store`); None where it will."""
+    size = int(states * TABLE_BYTES_PER_STATE)
+    try:
+        if room_to_store(directory, size):
+            return None
+        free = shutil.disk_usage(directory).free
+    except OSError:
+        return None  # an unusable cache directory is reported where the table is stored
+    return (f"the table of these rules (about {size / 1e9:.1f} GB) will not be stored: {directory} has"
+            f" {free / 1e9:.1f} GB free, under three times its size plus {DISK_RESERVE_BYTES / 1e9:.0f} GB; the"
+            " figures of this solve are given, but the next command on these rules solves them again (free some"
+            " room, or give a larger disk's directory with --cache-dir or CHARGE_SPARK_CACHE)")
 
 
 def store_table(path: Path, result: SolveResult, key: str, meta: dict, warn: Callable[[str], None] | None) -> bool:
