@@ -179,6 +179,25 @@ def test_two_worker_processes_give_the_same_solution():
         np.testing.assert_array_equal(getattr(together, name), getattr(alone, name), err_msg=name)
 
 
+def test_strategies_assembled_a_few_states_at_a_time_are_the_same(solved_both_ways, monkeypatch):
+    """`_assemble` fills each strategy array a band of states at a time, reading every layer
+    again for each band: seven bands or more give the table a single band does."""
+    import solver.core.layered as layered_module
+
+    game, _, layers, whole_bands, _ = solved_both_ways
+    cut = []
+    real_bands = layered_module._bands
+    monkeypatch.setattr(layered_module, "ASSEMBLY_BAND_BYTES", whole_bands.row_strategy.nbytes // 7)
+    monkeypatch.setattr(layered_module, "_bands", lambda *args: cut.append(real_bands(*args)) or cut[-1])
+    banded = solve_layers(game, layers)
+    assert min(len(bands) for bands in cut[1::2]) >= 7  # the weights' bands (the actions' take 2 bytes an item)
+    for bands in cut:  # the bands cover every state once, in order
+        assert bands[0][0] == 0 and bands[-1][1] == whole_bands.states.size
+        assert all(a[1] == b[0] for a, b in zip(bands[:-1], bands[1:]))
+    for name in ("row_ptr", "row_actions", "row_strategy", "col_ptr", "col_actions", "col_strategy"):
+        np.testing.assert_array_equal(getattr(banded, name), getattr(whole_bands, name), err_msg=name)
+
+
 def test_two_worker_processes_enumerate_the_same_layers():
     # Small chunks, so that each frontier is split among the workers.
     rules = apply_overrides(RuleSet(), VARIANTS["a-star-and-a-ray"])
