@@ -40,6 +40,18 @@ def test_off_a_terminal_a_line_every_30_s_with_the_time_left_from_the_measured_r
     assert len(stream.getvalue().splitlines()) == 1
 
 
+def test_the_time_left_is_not_foretold_from_the_first_hundredths():
+    stream, clock = io.StringIO(), Clock()
+    progress = PhaseProgress("solving", 100_000, stream=stream, terminal=False, clock=clock)
+    clock.now = 31.0
+    progress.update(100)  # 0.1% in 31 s: the start-up's rate, not the phase's
+    clock.now = 62.0
+    progress.update(6_000)  # 6% in 62 s: about 970 s more
+    assert stream.getvalue().splitlines() == [
+        "charge-spark: solving: 100 of 100,000 (0.1%), time left not known yet",
+        "charge-spark: solving: 6,000 of 100,000 (6.0%), about 17 min left"]
+
+
 def test_on_a_terminal_a_bar():
     stream = io.StringIO()
     progress = PhaseProgress("hidden phases solved", 10, stream=stream, terminal=True)

@@ -15,6 +15,10 @@ from typing import TextIO
 from tqdm import tqdm
 
 LINE_EVERY = 30.0  # seconds between two lines when stderr is not a terminal
+KNOWN_SHARE = 0.02
+"""The share of a phase done before its time left is given: until then the rate
+since the start is mostly the start's own (processes starting, compiled kernels
+loading), and the printed rules' solve foretold 16.5 h at 0.1% where it took 20 min."""
 PROGRAM = ""  # set by the application: a line reads "PROGRAM: label: ..."
 
 
@@ -70,13 +74,14 @@ class PhaseProgress:
             print(f"{PROGRAM}: {self.line(now)}" if PROGRAM else self.line(now), file=self.stream, flush=True)
 
     def line(self, now: float) -> str:
-        """'{label}: 120 of 17,373 (0.7%), about 2.5 h left', the rate measured since the start;
-        without a total, '{label}: 12,345,678 so far, in about 4 min'."""
+        """'{label}: 1,200 of 17,373 (6.9%), about 2.5 h left', the rate measured since the start
+        (the time left not known yet below `KNOWN_SHARE` done); without a total,
+        '{label}: 12,345,678 so far, in about 4 min'."""
         elapsed = now - self.started
         if self.total is None:
             return f"{self.label}: {self.done:,}{self.unit} so far, in {rounded_duration(elapsed)}"
         share = self.done / self.total if self.total else 1.0
-        left = "time left not known yet" if self.done == 0 else (
+        left = "time left not known yet" if self.done == 0 or share < KNOWN_SHARE else (
             f"{rounded_duration(elapsed * (self.total - self.done) / self.done)} left")
         return f"{self.label}: {self.done:,} of {self.total:,}{self.unit} ({100 * share:.1f}%), {left}"
 
