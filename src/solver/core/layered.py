@@ -1205,30 +1205,31 @@ def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int
         for name, source, kind in ((f"{side}_actions", f"{side}_actions", np.int16), (f"{side}_strategy", side, np.float64)):
             path = os.path.join(spill, f"out-{name}.npy")
             target = np.lib.format.open_memmap(path, mode="w+", dtype=kind, shape=(int(ptr[-1]),))
-            for first, last in _bands(ptr, np.dtype(kind).itemsize):
-                # Every layer's states are spread over the whole table: written straight to the file,
-                # each layer would dirty pages everywhere and every page be written once per layer
-                # (122 GB written for the printed rules' 12 GB table). A band is filled in memory
-                # from every layer, then written once.
-                base = int(ptr[first])
-                band = np.empty(int(ptr[last]) - base, kind)
-                for number in numbers:
-                    with np.load(os.path.join(spill, f"{number}.npz")) as piece:
-                        at = piece["at"]
-                        lo, hi = np.searchsorted(at, [first, last])
-                        if hi > lo:
-                            _scatter_band(at, piece[f"{side}_ptr"], piece[source], ptr, base, int(lo), int(hi), band)
-                target[base : base + band.size] = band
-                del band
-                _release_mapping(target)  # written pages go to the file; they would otherwise stay resident
-            target.flush()
+            start = target.offset  # where the items begin, past the .npy header
             del target
+            with open(path, "r+b") as file:
+                for first, last in _bands(ptr, np.dtype(kind).itemsize):
+                    # Every layer's states are spread over the whole table: scattered straight into
+                    # the file, each layer would dirty pages everywhere and every page be written
+                    # once per layer (122 GB written for the printed rules' 12 GB table). A band
+                    # is filled in memory from every layer, then written once, past any mapping.
+                    base = int(ptr[first])
+                    band = np.empty(int(ptr[last]) - base, kind)
+                    for number in numbers:
+                        with np.load(os.path.join(spill, f"{number}.npz")) as piece:
+                            at = piece["at"]
+                            lo, hi = np.searchsorted(at, [first, last])
+                            if hi > lo:
+                                _scatter_band(at, piece[f"{side}_ptr"], piece[source], ptr, base, int(lo), int(hi), band)
+                    file.seek(start + base * band.itemsize)
+                    band.tofile(file)
+                    del band
             out[name] = np.load(path, mmap_mode="r")
             os.unlink(path)
     return out
 
 
-ASSEMBLY_BAND_BYTES = 1 << 30
+ASSEMBLY_BAND_BYTES = 1 << 29
 """The most of one strategy array `_assemble` fills in memory at a time. Each band
 reads every layer's file again, so larger bands read less and hold more."""
 
