@@ -12,6 +12,7 @@ import functools
 import os
 import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -376,16 +377,23 @@ def room_to_store(directory: Path, size: int) -> bool:
 
 def room_warning(directory: Path, states: float) -> str | None:
     """What to say before a solve of about `states` states whose table the disk
-    in `directory` will not have room to keep (`room_to_store`); None where it will."""
+    in `directory` will not have room to keep (`room_to_store`, once the solve is
+    done); None where it will. A solve's figures are files in the temporary
+    directory until its table is stored: on the same disk they take about the
+    table's size from what is free then."""
     size = int(states * TABLE_BYTES_PER_STATE)
     try:
-        if room_to_store(directory, size):
-            return None
+        directory.mkdir(parents=True, exist_ok=True)
         free = shutil.disk_usage(directory).free
+        held = size if os.stat(directory).st_dev == os.stat(tempfile.gettempdir()).st_dev else 0
     except OSError:
         return None  # an unusable cache directory is reported where the table is stored
+    if free - held - size >= 2 * size + DISK_RESERVE_BYTES:
+        return None
+    needs = 3 * size + held + DISK_RESERVE_BYTES
     return (f"the table of these rules (about {size / 1e9:.1f} GB) will not be stored: {directory} has"
-            f" {free / 1e9:.1f} GB free, under three times its size plus {DISK_RESERVE_BYTES / 1e9:.0f} GB; the"
+            f" {free / 1e9:.1f} GB free, and storing it needs about {needs / 1e9:.0f} GB (three times its size"
+            f"{', as much again for the solve' if held else ''} and {DISK_RESERVE_BYTES / 1e9:.0f} GB to spare); the"
             " figures of this solve are given, but the next command on these rules solves them again (free some"
             " room, or give a larger disk's directory with --cache-dir or CHARGE_SPARK_CACHE)")
 
