@@ -282,12 +282,15 @@ def solved_table(
         result = None if force else cached_table(path, key, warn, mapped=mapped)
         if result is not None:
             return SolvedTable(rules, result, path, reused=True)
-        from .core.solve import solve_from  # the compiled kernels load only when a solve is needed
+        from .core.resources import bytes_per_state
+        from .core.solve import refuse_if_estimate_too_large, solve_from  # the kernels load only when a solve is needed
 
         game = ChargeSparkGame(rules)
         code = game.encode(initial_position(rules))
         seed = warm_start(warm, game, warn)
         estimated = estimate_reachable(rules)
+        # Rules too large to solve are refused first, as the solve would refuse them, with nothing else said.
+        refuse_if_estimate_too_large(estimated, "from the start", max_states, bytes_per_state(game))
         if warn is not None and (short := room_warning(path.parent, estimated)) is not None:
             warn(short)  # before the solve, not after it: the user may free room, or stop and choose another disk
         with resuming_in(resume_dir_of(path)) as resume:
