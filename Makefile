@@ -4,8 +4,9 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install solve report test test-all lint clean docs
 
-# The printed rules solved from the start (about 21 min on 2 cores, 5.0 GB, a 12.3 GB table in the
-# cache), then the answer at the start, read back from the stored table.
+# The printed rules solved from the start (about 20 min on 2 cores, up to 6.7 GB, a 12.3 GB table in
+# the cache: storing it needs about 55 GB free, and the solve says so first where the disk has less),
+# then the answer at the start, read back from the stored table.
 solve: $(STAMP)
 	$(VENV)/bin/charge-spark solve
 	$(VENV)/bin/charge-spark query start
