@@ -289,14 +289,14 @@ def solved_table(
         code = game.encode(initial_position(rules))
         seed = warm_start(warm, game, warn)
         estimated = estimate_reachable(rules)
-        # Rules too large to solve are refused first, as the solve would refuse them, with nothing else said.
+        # Rules too large to solve are refused here, before the room warning, with nothing else said
+        # (so the solve is not given the estimate to check again).
         refuse_if_estimate_too_large(estimated, "from the start", max_states, bytes_per_state(game))
         if warn is not None and (short := room_warning(path.parent, estimated)) is not None:
             warn(short)  # before the solve, not after it: the user may free room, or stop and choose another disk
         with resuming_in(resume_dir_of(path)) as resume:
             result = solve_from(
-                game, [code], show_progress=show_progress, max_states=max_states,
-                estimated_states=estimated, estimated_from="from the start", workers=workers,
+                game, [code], show_progress=show_progress, max_states=max_states, workers=workers,
                 warm=seed, resume_dir=resume,
             )
         # The header holds the largest exploitability; a table over the bound also records how many states are.
@@ -371,11 +371,12 @@ def table_bytes(result: SolveResult) -> int:
     return sum(np.asarray(getattr(result, name)).nbytes for name in ARRAY_FIELDS)
 
 
-def room_to_store(directory: Path, size: int) -> bool:
+def room_to_store(directory: Path, size: int, held: int = 0) -> bool:
     """Whether a table of `size` bytes may be written to `directory`: the disk
-    keeps at least 2 x `size` + `DISK_RESERVE_BYTES` free after it."""
+    keeps at least 2 x `size` + `DISK_RESERVE_BYTES` free after it, and after
+    `held` bytes more that other files will take from it by then."""
     directory.mkdir(parents=True, exist_ok=True)
-    return shutil.disk_usage(directory).free - size >= 2 * size + DISK_RESERVE_BYTES
+    return shutil.disk_usage(directory).free - held - size >= 2 * size + DISK_RESERVE_BYTES
 
 
 def room_warning(directory: Path, states: float) -> str | None:
@@ -387,12 +388,12 @@ def room_warning(directory: Path, states: float) -> str | None:
     size = int(states * TABLE_BYTES_PER_STATE)
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        free = shutil.disk_usage(directory).free
         held = size if os.stat(directory).st_dev == os.stat(tempfile.gettempdir()).st_dev else 0
+        if room_to_store(directory, size, held):
+            return None
+        free = shutil.disk_usage(directory).free
     except OSError:
         return None  # an unusable cache directory is reported where the table is stored
-    if free - held - size >= 2 * size + DISK_RESERVE_BYTES:
-        return None
     needs = 3 * size + held + DISK_RESERVE_BYTES
     return (f"the table of these rules (about {size / 1e9:.1f} GB) will not be stored: {directory} has"
             f" {free / 1e9:.1f} GB free, and storing it needs about {needs / 1e9:.0f} GB (three times its size"

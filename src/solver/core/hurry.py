@@ -246,7 +246,7 @@ def _improve_state(
     out = now
     solved = True
     unique = False
-    if own > 1:
+    if own > 1 and lone[i] != ONLY_OPTIMAL:  # else: the side holds its only optimal strategy in A, and keeps it
         stage_matrix_kernel(i, a_values, 1.0, a_unending, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, m, n, a)
         x = np.empty(m)
         y = np.empty(n)
@@ -258,8 +258,6 @@ def _improve_state(
                 k = tiebreak_side_ws(a, b, caps[i], row_side, out, T, basis)
                 unique = k < 0 and only_optimal_strategy(a, v, x, y, row_side)
                 lone[i] = k if k >= 0 else NEEDS_LP
-            elif lone[i] == ONLY_OPTIMAL:
-                out = now
             elif lone[i] >= 0:
                 out[:] = 0.0
                 out[lone[i]] = 1.0

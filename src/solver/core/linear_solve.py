@@ -444,7 +444,7 @@ def _core_solve(c, ptr, idx, val, ex, b, alive, core, x0, sol, inf_vec, dense_ma
     budget = min(iter_max, _QUICK_ITER_MAX) if c <= _QUICK_SIZE else iter_max  # c: the whole component's size
     for h in range(b.shape[1]):
         bh = crhs[:, h].copy()
-        x = x0[states, h].copy() if x0.shape[0] == c else bh / diag
+        x = x0[states, h] if x0.shape[0] == c else bh / diag  # both copies
         if not _iterative_solve(cptr, cidx, cval, cex, diag, bh, x, _ITER_TOL, _REFINEMENTS, budget):
             return False
         for a in range(n):
