@@ -269,7 +269,7 @@ def test_a_solve_the_disk_has_no_room_to_store_still_answers_and_says_so(private
     end in a traceback, reading the size of the table it had not written)."""
     import solver.tables
 
-    monkeypatch.setattr(solver.tables, "room_to_store", lambda directory, size: False)
+    monkeypatch.setattr(solver.tables, "room_to_store", lambda directory, size, held=0: False)
     result = run("solve", *SMALL)
     assert result.exit_code == 0, result.output
     assert "not storing the table" in result.stderr and "Traceback" not in result.output

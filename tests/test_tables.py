@@ -76,7 +76,7 @@ def test_a_solve_whose_table_the_disk_cannot_keep_says_so_before_it_starts(tmp_p
 
 def test_an_unstored_table_asked_for_mapped_is_read_from_a_copy_deleted_at_once(tmp_path, monkeypatch):
     room = 10**12
-    monkeypatch.setattr(tables, "room_to_store", lambda directory, size: False)
+    monkeypatch.setattr(tables, "room_to_store", lambda directory, size, held=0: False)
     monkeypatch.setattr(tables.shutil, "disk_usage", lambda path: Usage(room, 0, room))
     table = tables.solved_table(SMALL, tmp_path, mapped=True)
     assert not table.stored and isinstance(table.result.values, np.memmap)
