@@ -480,16 +480,20 @@ def _iterated_side(
     """`hurried_side`'s answer for a game whose exits are final, by strategy
     iteration over all its states at once.
 
-    Each round evaluates the strategy exactly (the stalling opponent's best
-    response) and improves it by one Gauss-Seidel sweep of stage tie-break
-    LPs; it stops once a sweep changes no strategy, or gains less than a
+    Each round improves the strategy by one Gauss-Seidel sweep of stage
+    tie-break LPs (the first from buzzer values of 0) and evaluates it
+    exactly (the stalling opponent's best response); from the second, it stops once a sweep changes no strategy, or gains less than a
     hundredth of a turn anywhere. (Sweeps alone creep: in a loop the values
     rise by a fraction of what is left each sweep, while the strategies stopped
     changing long before.)"""
     sign = 1.0 if side == 0 else -1.0
     current = np.asarray(strategy, np.float64)
-    with phase_clock.phase("hurried play: best responses"):
-        payoff = best_response_values(buzzer, side, current)
+    # The first sweep starts from buzzer values of 0, the least either side can get, not from an exact
+    # evaluation of `strategy`: that evaluation (a best response with no estimate to start from) cost
+    # about a quarter of hurried play's best responses, and the sweep's values are lower bounds either way.
+    payoff = np.zeros(graph.num_states)
+    evaluated = False
+    with phase_clock.phase("hurried play: the rest"):
         preds = predecessors(buzzer)
     stale = np.ones(graph.num_states, np.bool_)
     memo = StageMemo.fresh(graph.num_states)  # `guarantee`'s stage games are the same in every round
@@ -500,15 +504,17 @@ def _iterated_side(
             candidate, swept, _ = improve_strategy(
                 graph, guarantee, buzzer, payoff, side, current, enough, stale, preds, memo,
             )
-        if np.max(np.abs(candidate - current), initial=0.0) <= STRATEGY_SETTLED:
+        # Neither stopping rule applies before the strategy held has been evaluated exactly once.
+        if evaluated and np.max(np.abs(candidate - current), initial=0.0) <= STRATEGY_SETTLED:
             return current, sign * payoff, Rounds(done, False)
         current = candidate
-        if float(np.max(sign * (swept - payoff), initial=0.0)) <= enough:
+        if evaluated and float(np.max(sign * (swept - payoff), initial=0.0)) <= enough:
             # The swept values are what the new strategy achieves at least (each state's
             # against values that only rose since), within a hundredth of a turn.
             return current, sign * swept, Rounds(done, False)
         with phase_clock.phase("hurried play: best responses"):
             payoff = best_response_values(buzzer, side, current, swept)
+        evaluated = True
         # The exact evaluation moves the buzzer values the sweep left: the states leading there are solved again.
         mark_stale(stale, np.abs(payoff - swept) > MOVED, *preds)
     return current, sign * payoff, Rounds(MAX_ROUNDS, True)
