@@ -144,7 +144,10 @@ def scripted_rounds(monkeypatch, guarantees):
         targets.append(np.array(target))
         return (f"row {len(solved)}", f"col {len(solved)}", None)
 
-    def guarantee(graph, seat, strategy):
+    def guarantee(graph, seat, strategy, guess=None):
+        # Each best response starts from what the strategy was aimed at: the target of its stage re-solve.
+        assert guess is not None
+        assert np.array_equal(guess, [t for t, side in zip(targets, solved) if side == seat][-1])
         return np.asarray(guarantees[seat][solved.count(seat) - 1], np.float64)
 
     monkeypatch.setattr(bracketing, "stage_strategies", strategies)

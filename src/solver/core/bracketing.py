@@ -260,11 +260,13 @@ def refine_by_best_responses(
     p1_graph, p2_graph = graph, p2_graph or graph
     row = stage_strategies(p1_graph, values, side=0)[0]
     col = stage_strategies(p2_graph, values, side=1)[1]
+    aim_low = aim_high = values  # what each side's strategy was built to guarantee: its best response's first estimate
     best: tuple[tuple, tuple] | None = None  # each side's best (strategy, guarantee) so far
     gap, best_bad, stalled = np.inf, np.inf, 0
     bound_low, bound_high = np.full(values.shape[0], -np.inf), np.full(values.shape[0], np.inf)
     for rounds in range(1, max_rounds + 1):  # noqa: B007 - the count is returned
-        round_low, round_high = best_response_values(p1_graph, 0, row), best_response_values(p2_graph, 1, col)
+        round_low = best_response_values(p1_graph, 0, row, aim_low)
+        round_high = best_response_values(p2_graph, 1, col, aim_high)
         previous = gap
         p1_choices = [best[0], (row, round_low)] if best else [(row, round_low)]
         p2_choices = [best[1], (col, round_high)] if best else [(col, round_high)]
@@ -283,8 +285,9 @@ def refine_by_best_responses(
         # Every round's guarantees bound the value: the tightest, state by state, start the sweeps.
         bound_low, bound_high = np.maximum(bound_low, round_low), np.minimum(bound_high, round_high)
         anchor = _anchor(p1_graph, p2_graph, bound_low, bound_high)
-        row = stage_strategies(p1_graph, np.maximum(bound_low, anchor - nudge), lower, side=0)[0]
-        col = stage_strategies(p2_graph, np.minimum(bound_high, anchor + nudge), upper, side=1)[1]
+        aim_low, aim_high = np.maximum(bound_low, anchor - nudge), np.minimum(bound_high, anchor + nudge)
+        row = stage_strategies(p1_graph, aim_low, lower, side=0)[0]
+        col = stage_strategies(p2_graph, aim_high, upper, side=1)[1]
     assert best is not None  # at least one round ran
     return best[0][0], best[1][0], lower, upper, rounds
 
