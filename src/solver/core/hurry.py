@@ -482,7 +482,8 @@ def _iterated_side(
 
     Each round improves the strategy by one Gauss-Seidel sweep of stage
     tie-break LPs (the first from buzzer values of 0) and evaluates it
-    exactly (the stalling opponent's best response); from the second, it stops once a sweep changes no strategy, or gains less than a
+    exactly (the stalling opponent's best response); from the second round
+    on, it stops once a sweep changes no strategy, or gains less than a
     hundredth of a turn anywhere. (Sweeps alone creep: in a loop the values
     rise by a fraction of what is left each sweep, while the strategies stopped
     changing long before.)"""
