@@ -371,12 +371,17 @@ def table_bytes(result: SolveResult) -> int:
     return sum(np.asarray(getattr(result, name)).nbytes for name in ARRAY_FIELDS)
 
 
+def room_needed(size: int, held: int = 0) -> int:
+    """The free bytes a disk needs to store a table of `size` bytes: the table,
+    then 2 x `size` + `DISK_RESERVE_BYTES` left, after `held` bytes more that
+    other files will take from it by then."""
+    return 3 * size + held + DISK_RESERVE_BYTES
+
+
 def room_to_store(directory: Path, size: int, held: int = 0) -> bool:
-    """Whether a table of `size` bytes may be written to `directory`: the disk
-    keeps at least 2 x `size` + `DISK_RESERVE_BYTES` free after it, and after
-    `held` bytes more that other files will take from it by then."""
+    """Whether a table of `size` bytes may be written to `directory` (`room_needed`)."""
     directory.mkdir(parents=True, exist_ok=True)
-    return shutil.disk_usage(directory).free - held - size >= 2 * size + DISK_RESERVE_BYTES
+    return shutil.disk_usage(directory).free >= room_needed(size, held)
 
 
 def room_warning(directory: Path, states: float) -> str | None:
@@ -394,7 +399,7 @@ def room_warning(directory: Path, states: float) -> str | None:
         free = shutil.disk_usage(directory).free
     except OSError:
         return None  # an unusable cache directory is reported where the table is stored
-    needs = 3 * size + held + DISK_RESERVE_BYTES
+    needs = room_needed(size, held)
     return (f"the table of these rules (about {size / 1e9:.1f} GB) will not be stored: {directory} has"
             f" {free / 1e9:.1f} GB free, and storing it needs about {needs / 1e9:.0f} GB (three times its size"
             f"{', as much again for the solve' if held else ''} and {DISK_RESERVE_BYTES / 1e9:.0f} GB to spare); the"

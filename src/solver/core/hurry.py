@@ -494,8 +494,7 @@ def _iterated_side(
     # about a quarter of hurried play's best responses, and the sweep's values are lower bounds either way.
     payoff = np.zeros(graph.num_states)
     evaluated = False
-    with phase_clock.phase("hurried play: the rest"):
-        preds = predecessors(buzzer)
+    preds = predecessors(buzzer)
     stale = np.ones(graph.num_states, np.bool_)
     memo = StageMemo.fresh(graph.num_states)  # `guarantee`'s stage games are the same in every round
     # A turn saved is worth about eta of buzzer value: gains below a hundredth of a turn are not pursued.
