@@ -180,8 +180,8 @@ def test_two_worker_processes_give_the_same_solution():
 
 
 def test_strategies_assembled_a_few_states_at_a_time_are_the_same(solved_both_ways, monkeypatch):
-    """`_assemble` fills each strategy array a band of states at a time, reading every layer
-    again for each band: seven bands or more give the table a single band does."""
+    """`_assemble` fills each side's strategy arrays a band of states at a time, reading every
+    layer again for each band: seven bands or more give the table a single band does."""
     import solver.core.layered as layered_module
 
     game, _, layers, whole_bands, _ = solved_both_ways
@@ -190,7 +190,7 @@ def test_strategies_assembled_a_few_states_at_a_time_are_the_same(solved_both_wa
     monkeypatch.setattr(layered_module, "ASSEMBLY_BAND_BYTES", whole_bands.row_strategy.nbytes // 7)
     monkeypatch.setattr(layered_module, "_bands", lambda *args: cut.append(real_bands(*args)) or cut[-1])
     banded = solve_layers(game, layers)
-    assert min(len(bands) for bands in cut[1::2]) >= 7  # the weights' bands (the actions' take 2 bytes an item)
+    assert len(cut) == 2 and min(len(bands) for bands in cut) >= 7  # one pass a side, its bands cut for the weights
     for bands in cut:  # the bands cover every state once, in order
         assert bands[0][0] == 0 and bands[-1][1] == whole_bands.states.size
         assert all(a[1] == b[0] for a, b in zip(bands[:-1], bands[1:]))

@@ -1202,36 +1202,46 @@ def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int
         delattr(figures, f"{side}_count")
     for side in ("row", "col"):
         ptr = np.asarray(out[f"{side}_ptr"])
-        for name, source, kind in ((f"{side}_actions", f"{side}_actions", np.int16), (f"{side}_strategy", side, np.float64)):
-            path = os.path.join(spill, f"out-{name}.npy")
-            target = np.lib.format.open_memmap(path, mode="w+", dtype=kind, shape=(int(ptr[-1]),))
-            start = target.offset  # where the items begin, past the .npy header
+        # A side's actions and weights share their offsets: one pass over the layers' files fills both.
+        arrays = ((f"{side}_actions", f"{side}_actions", np.int16), (f"{side}_strategy", side, np.float64))
+        paths, starts = [], []
+        for name, _, kind in arrays:
+            paths.append(os.path.join(spill, f"out-{name}.npy"))
+            target = np.lib.format.open_memmap(paths[-1], mode="w+", dtype=kind, shape=(int(ptr[-1]),))
+            starts.append(target.offset)  # where the items begin, past the .npy header
             del target
-            with open(path, "r+b") as file:
-                for first, last in _bands(ptr, np.dtype(kind).itemsize):
-                    # Every layer's states are spread over the whole table: scattered straight into
-                    # the file, each layer would dirty pages everywhere and every page be written
-                    # once per layer (122 GB written for the printed rules' 12 GB table). A band
-                    # is filled in memory from every layer, then written once, past any mapping.
-                    base = int(ptr[first])
-                    band = np.empty(int(ptr[last]) - base, kind)
-                    for number in numbers:
-                        with np.load(os.path.join(spill, f"{number}.npz")) as piece:
-                            at = piece["at"]
-                            lo, hi = np.searchsorted(at, [first, last])
-                            if hi > lo:
-                                _scatter_band(at, piece[f"{side}_ptr"], piece[source], ptr, base, int(lo), int(hi), band)
+        with contextlib.ExitStack() as stack:
+            files = [stack.enter_context(open(path, "r+b")) for path in paths]
+            # The bands are cut for the weights, the larger items.
+            for first, last in _bands(ptr, np.dtype(np.float64).itemsize):
+                # Every layer's states are spread over the whole table: scattered straight into
+                # the file, each layer would dirty pages everywhere and every page be written
+                # once per layer (122 GB written for the printed rules' 12 GB table). A band
+                # is filled in memory from every layer, then written once, past any mapping.
+                base = int(ptr[first])
+                bands = [np.empty(int(ptr[last]) - base, kind) for _, _, kind in arrays]
+                for number in numbers:
+                    with np.load(os.path.join(spill, f"{number}.npz")) as piece:
+                        at = piece["at"]
+                        lo, hi = np.searchsorted(at, [first, last])
+                        if hi > lo:
+                            piece_ptr = piece[f"{side}_ptr"]
+                            for (_, source, _), band in zip(arrays, bands):
+                                _scatter_band(at, piece_ptr, piece[source], ptr, base, int(lo), int(hi), band)
+                for file, start, band in zip(files, starts, bands):
                     file.seek(start + base * band.itemsize)
                     band.tofile(file)
-                    del band
+                del bands
+        for (name, _, _), path in zip(arrays, paths):
             out[name] = np.load(path, mmap_mode="r")
             os.unlink(path)
     return out
 
 
 ASSEMBLY_BAND_BYTES = 1 << 29
-"""The most of one strategy array `_assemble` fills in memory at a time. Each band
-reads every layer's file again, so larger bands read less and hold more."""
+"""The most of a side's strategy weights `_assemble` fills in memory at a time
+(its actions' band beside it takes a quarter of that). Each band reads every
+layer's file again, so larger bands read less and hold more."""
 
 
 def _bands(ptr: np.ndarray, itemsize: int) -> list[tuple[int, int]]:
