@@ -52,6 +52,8 @@ stationary policy obtained attains the values in the real game.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 from numba import njit
 
@@ -154,6 +156,18 @@ def _some_move_may_go_on_surely(out_ptr, out_next, out_prob):
         if not ends:
             return True
     return False
+
+
+_MAY_GO_ON: weakref.WeakKeyDictionary[GameGraph, bool] = weakref.WeakKeyDictionary()
+"""`_some_move_may_go_on_surely` of each graph still in use: a buzzer game, where
+no move goes on surely, is scanned whole, and hurried play asks it of the same
+graph every round."""
+
+
+def _may_go_on(graph: GameGraph, G: tuple) -> bool:
+    if graph not in _MAY_GO_ON:
+        _MAY_GO_ON[graph] = bool(_some_move_may_go_on_surely(G[3], G[4], G[5]))
+    return _MAY_GO_ON[graph]
 
 
 @njit(cache=True)
@@ -456,7 +470,7 @@ def best_response_and_stalls(
     warm = np.zeros(0) if guess is None else sign * np.ascontiguousarray(guess, np.float64)
     shared = (  # what `_br_run` and `_br_big_component` both take first
         G, resp_is_row, fixed_w, sign, w_u, worst, comp_ptr, comp_states, comp_of, loc, succ_ptr, succ,
-        in_k, witness, X, choice, stall, resp_w, term_vec, _some_move_may_go_on_surely(G[3], G[4], G[5]),
+        in_k, witness, X, choice, stall, resp_w, term_vec, _may_go_on(graph, G),
     )
     ci = 0
     while True:
