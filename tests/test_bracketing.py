@@ -111,10 +111,10 @@ def test_a_retry_that_does_not_narrow_the_bracket_is_the_last(monkeypatch):
     real, widths, sweeps = bracketing.refine_by_best_responses, [], []
 
     def stuck(p1_game, values, **kwargs):
-        row, col, lower, upper, rounds = real(p1_game, values, **kwargs)
-        lower = upper - widths[len(sweeps)]  # pretend it ended this wide
+        refined = real(p1_game, values, **kwargs)
+        lower = refined.upper - widths[len(sweeps)]  # pretend it ended this wide
         sweeps.append(len(sweeps))
-        return row, col, lower, upper, rounds
+        return refined._replace(lower=lower)
 
     monkeypatch.setattr(bracketing, "refine_by_best_responses", stuck)
     assert len(bracketing.RETRY_SWEEPS) == 2
@@ -148,10 +148,11 @@ def scripted_rounds(monkeypatch, guarantees):
         # Each best response starts from what the strategy was aimed at: the target of its stage re-solve.
         assert guess is not None
         assert np.array_equal(guess, [t for t, side in zip(targets, solved) if side == seat][-1])
-        return np.asarray(guarantees[seat][solved.count(seat) - 1], np.float64)
+        reply = f"reply to {strategy}"
+        return np.asarray(guarantees[seat][solved.count(seat) - 1], np.float64), reply
 
     monkeypatch.setattr(bracketing, "stage_strategies", strategies)
-    monkeypatch.setattr(bracketing, "best_response_values", guarantee)
+    monkeypatch.setattr(bracketing, "best_response", guarantee)
     monkeypatch.setattr(bracketing, "_anchor", middle)
     return bracketing.refine_by_best_responses(None, np.zeros(2)), targets, starts
 
@@ -165,9 +166,10 @@ def test_each_side_keeps_its_best_strategy_across_rounds(monkeypatch):
     # its side's best, instead of settling for the best single round.
     p1 = [VALUE - [1e-12, 0.0], VALUE - [1e-3, 1e-3]]  # good in round 1, worse in round 2
     p2 = [VALUE + [1e-3, 0.0], VALUE + [0.0, 1e-12]]  # the other way round
-    (row, col, lower, upper, rounds), _, _ = scripted_rounds(monkeypatch, [p1, p2])
+    (row, col, lower, upper, rounds, p1_reply, p2_reply), _, _ = scripted_rounds(monkeypatch, [p1, p2])
     assert rounds == 2
     assert (row, col) == ("row 1", "col 4")
+    assert (p1_reply, p2_reply) == ("reply to row 1", "reply to col 4")  # each kept with its strategy
     np.testing.assert_array_equal(lower, p1[0])
     np.testing.assert_array_equal(upper, p2[1])
 
@@ -180,7 +182,7 @@ def test_sweeps_start_from_the_tightest_bounds_found_state_by_state(monkeypatch)
 
     p1 = [VALUE - [0.0, 2e-4], VALUE - [2e-4, 0.0], VALUE - 1e-12]
     p2 = [VALUE + [0.0, 2e-4], VALUE + [2e-4, 0.0], VALUE + 1e-12]
-    (row, col, lower, upper, rounds), targets, starts = scripted_rounds(monkeypatch, [p1, p2])
+    (row, col, lower, upper, rounds, _, _), targets, starts = scripted_rounds(monkeypatch, [p1, p2])
     assert rounds == 3 and (row, col) == ("row 5", "col 6")
     np.testing.assert_array_equal(starts[0][0], p1[0])  # round 2: round 1's guarantees, the only ones then
     np.testing.assert_array_equal(starts[1][0], VALUE)  # round 3: the largest of P1's guarantees ...

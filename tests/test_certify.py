@@ -455,6 +455,27 @@ def test_a_starting_guess_changes_nothing_but_the_time(seed):
             np.testing.assert_allclose(best_response_values(g, seat, strategy, guess), exact, atol=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_a_starting_reply_changes_nothing_but_the_time(seed):
+    # A reply only starts each cyclic component's policy iteration: the best reply itself, a
+    # random one, and none given (-1) at some states give the exact answer; a reply naming an
+    # action the responder does not have is refused.
+    rng = np.random.default_rng(4000 + seed)
+    g = random_graph(rng, int(rng.integers(20, 60)), max_actions=3, max_outcomes=3,
+                     p_terminal=float(rng.choice([0.02, 0.1])))
+    for seat in (0, 1):
+        strategy = random_strategy(rng, g.row_ptr if seat == 0 else g.col_ptr)
+        exact, best = best_response(g, seat, strategy)
+        counts = np.diff(g.col_ptr if seat == 0 else g.row_ptr)
+        some = np.floor(rng.random(g.num_states) * counts).astype(np.int64)
+        some[rng.random(g.num_states) < 0.3] = -1
+        for reply in (best, some):
+            for guess in (None, exact):
+                np.testing.assert_allclose(best_response_values(g, seat, strategy, guess, reply), exact, atol=1e-12)
+        with pytest.raises(ValueError, match="reply"):
+            best_response_values(g, seat, strategy, exact, counts)
+
+
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.filterwarnings("ignore:iterative solve did not converge")
 def test_iterative_and_sparse_lu_paths_match_dense_path(seed, monkeypatch):

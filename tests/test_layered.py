@@ -243,9 +243,9 @@ def test_p2_guarantees_are_mirrored_from_p1s_not_recomputed(monkeypatch):
     seats = []
     real = layered_module.best_response_values
 
-    def counted(graph, seat, strategy, guess=None):
+    def counted(graph, seat, strategy, *start):
         seats.append(seat)
-        return real(graph, seat, strategy, guess)
+        return real(graph, seat, strategy, *start)
 
     rules = apply_overrides(RuleSet(), VARIANTS["a-star-and-a-ray"])
     game = ChargeSparkGame(rules)

@@ -283,6 +283,18 @@ def _greedy(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp
 
 
 @njit(cache=True)
+def _adopt(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps, reply):
+    """`_greedy`'s start with the responder's actions `reply` instead of the
+    greedy ones where it gives one (not -1): a reply known to be best, or
+    nearly, leaves its first evaluation and improvement sweep the only ones."""
+    for j in range(cs.shape[0]):
+        s = cs[j]
+        best, best_a = _argmax_q(G, s, resp_is_row, fixed_w, sign, X)
+        _set_choice(G, s, reply[s] if reply[s] >= 0 else best_a, resp_is_row, choice, resp_w)
+        stall[s] = in_k[s] and w_u >= best - eps
+
+
+@njit(cache=True)
 def _improve(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps):
     """One policy-improvement sweep on the evaluated X; switch only for a gain > eps."""
     changes = 0
@@ -321,7 +333,7 @@ def _has_self_loop(succ_ptr, succ, s):
 def _br_run(
     G, resp_is_row, fixed_w, sign, w_u, worst, comp_ptr, comp_states, comp_of, loc, succ_ptr, succ,
     in_k, witness, X, choice, stall, resp_w, term_vec, may_stall, start, dense_max, iter_max, eps, max_sweeps, max_iter,
-    warm,
+    warm, reply,
 ):
     """Best response on components from `start` on; stop at the first one the
     iterative solver fails on and return its index (the caller redoes it with
@@ -355,7 +367,10 @@ def _br_run(
             _k_component(G, cs, ci, comp_of, loc, succ_ptr, succ, resp_is_row, fixed_w, in_k, witness)
         if c > _VI_MIN_SIZE and not warm.shape[0]:  # tiny components: a sweep costs about as much as an exact solve
             _vi_sweeps(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, max_sweeps, _VI_TOL)
-        _greedy(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps)
+        if reply.shape[0]:
+            _adopt(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps, reply)
+        else:
+            _greedy(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps)
         converged = False
         for it in range(max_iter):
             if resp_is_row:
@@ -420,6 +435,7 @@ def _br_big_component(
 
 def best_response_and_stalls(
     graph: GameGraph, seat: int, strategy: np.ndarray, guess: np.ndarray | None = None,
+    reply: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact best response to the stationary strategy of the player at `seat`.
 
@@ -438,6 +454,13 @@ def best_response_and_stalls(
     guess (the guarantee the strategy was built to have) leaves policy
     iteration one exact evaluation to confirm it. The answer does not depend
     on the guess, only the time it takes.
+
+    `reply` (the responder's local action per state, as `actions` returns
+    them; -1 where there is none), when given, is the policy each cyclic
+    component's policy iteration evaluates first instead of the greedy one:
+    a best reply to the same strategy found before leaves one evaluation and
+    one improvement sweep to confirm it. The answer does not depend on it
+    either.
     """
     if seat not in (0, 1):
         raise ValueError("seat must be 0 (P1) or 1 (P2)")
@@ -468,6 +491,7 @@ def best_response_and_stalls(
     resp_w = np.zeros_like(ones)
     ncomp = comp_ptr.shape[0] - 1
     warm = np.zeros(0) if guess is None else sign * np.ascontiguousarray(guess, np.float64)
+    first_reply = np.zeros(0, np.int64) if reply is None else _checked_reply(reply, G[1] if seat == 0 else G[0])
     shared = (  # what `_br_run` and `_br_big_component` both take first
         G, resp_is_row, fixed_w, sign, w_u, worst, comp_ptr, comp_states, comp_of, loc, succ_ptr, succ,
         in_k, witness, X, choice, stall, resp_w, term_vec, _may_go_on(graph, G),
@@ -476,6 +500,7 @@ def best_response_and_stalls(
     while True:
         ci = _br_run(
             *shared, ci, linear_solve.DENSE_MAX, linear_solve.ITER_MAX, eps, _VI_SWEEPS, _MAX_POLICY_ITERATIONS, warm,
+            first_reply,
         )
         if ci >= ncomp:
             break
@@ -484,24 +509,35 @@ def best_response_and_stalls(
     return sign * X[:, 0] + 0.0, choice, in_k  # + 0.0: no -0.0 from the sign flip
 
 
+def _checked_reply(reply: np.ndarray, ptr: np.ndarray) -> np.ndarray:
+    """`reply` as the kernel reads it, once each entry is -1 or one of its state's responder actions."""
+    reply = np.ascontiguousarray(reply, np.int64)
+    if reply.shape != (ptr.shape[0] - 1,) or np.any((reply < -1) | (reply >= np.diff(ptr))):
+        raise ValueError("reply must give each state -1 or one of the responder's actions there")
+    return reply
+
+
 def best_response(
     graph: GameGraph, seat: int, strategy: np.ndarray, guess: np.ndarray | None = None,
+    reply: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """`(values, actions)` of `best_response_and_stalls`."""
-    values, actions, _ = best_response_and_stalls(graph, seat, strategy, guess)
+    values, actions, _ = best_response_and_stalls(graph, seat, strategy, guess, reply)
     return values, actions
 
 
 def best_response_values(
     graph: GameGraph, seat: int, strategy: np.ndarray, guess: np.ndarray | None = None,
+    reply: np.ndarray | None = None,
 ) -> np.ndarray:
     """Optimal value (P1's payoff) of the player opposite `seat` against `strategy`, per state.
 
     seat 0: P1 plays `strategy` (aligned with `row_actions`) and P2 minimises,
     so this is what the strategy guarantees P1. seat 1: P2 plays it (aligned
-    with `col_actions`) and P1 maximises.
+    with `col_actions`) and P1 maximises. `guess`, `reply`: where policy
+    iteration starts (`best_response_and_stalls`).
     """
-    return best_response(graph, seat, strategy, guess)[0]
+    return best_response(graph, seat, strategy, guess, reply)[0]
 
 
 def pure_strategy(graph: GameGraph, seat: int, actions: np.ndarray) -> np.ndarray:

@@ -29,12 +29,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
 
 from . import phase_clock
-from .best_response import best_response_values
+from .best_response import best_response, best_response_values
 from .everett import costly_delay_strategy
 from .graph import GameGraph, segment_positions
 from .shapley import max_cells, shapley_sweeps, stage_matrix_kernel, stage_strategies
@@ -65,6 +66,8 @@ class Bracket:
     upper: np.ndarray  # P2's guarantee per state
     rounds: np.ndarray  # best-response rounds spent on each cyclic component (0: one stage solve)
     values: np.ndarray  # the value estimate per state, within [lower, upper]
+    p1_reply: np.ndarray | None = None  # per state, P2's best reply to `row_strategy` where known (its local action), else -1
+    p2_reply: np.ndarray | None = None  # P1's to `col_strategy`
 
 
 @numba.njit(cache=True)
@@ -214,6 +217,19 @@ def component_games(
     ]
 
 
+class Refined(NamedTuple):
+    """`refine_by_best_responses`' answer: each side's strategy, its guarantee and
+    the other side's best reply to it (local action per state), and the rounds."""
+
+    row: np.ndarray
+    col: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    rounds: int
+    p1_reply: np.ndarray
+    p2_reply: np.ndarray
+
+
 def refine_by_best_responses(
     graph: GameGraph,
     values: np.ndarray,
@@ -222,7 +238,7 @@ def refine_by_best_responses(
     nudge: float = NUDGE,
     patience: int = PATIENCE,
     p2_graph: GameGraph | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+) -> Refined:
     """Bracket the true values between what each side's strategy guarantees.
 
     P1's stage strategies (tie-broken toward ending the game) guarantee
@@ -265,18 +281,18 @@ def refine_by_best_responses(
     gap, best_bad, stalled = np.inf, np.inf, 0
     bound_low, bound_high = np.full(values.shape[0], -np.inf), np.full(values.shape[0], np.inf)
     for rounds in range(1, max_rounds + 1):  # noqa: B007 - the count is returned
-        round_low = best_response_values(p1_graph, 0, row, aim_low)
-        round_high = best_response_values(p2_graph, 1, col, aim_high)
+        round_low, low_reply = best_response(p1_graph, 0, row, aim_low)
+        round_high, high_reply = best_response(p2_graph, 1, col, aim_high)
         previous = gap
-        p1_choices = [best[0], (row, round_low)] if best else [(row, round_low)]
-        p2_choices = [best[1], (col, round_high)] if best else [(col, round_high)]
+        p1_choices = [best[0], (row, round_low, low_reply)] if best else [(row, round_low, low_reply)]
+        p2_choices = [best[1], (col, round_high, high_reply)] if best else [(col, round_high, high_reply)]
         gap, best = np.inf, None
         for p1, p2 in itertools.product(p1_choices, p2_choices):  # the first of equally narrow pairs
             width = float(np.max(p2[1] - p1[1], initial=0.0))
             if best is None or width < gap:
                 gap, best = width, (p1, p2)
         assert best is not None  # the pairings are never empty
-        (_, lower), (_, upper) = best
+        (_, lower, _), (_, upper, _) = best
         bad = int(np.count_nonzero(upper - lower > gap_tol))
         stalled = 0 if gap < PROGRESS * previous or bad < PROGRESS * best_bad else stalled + 1
         best_bad = min(best_bad, bad)
@@ -289,7 +305,7 @@ def refine_by_best_responses(
         row = stage_strategies(p1_graph, aim_low, lower, side=0)[0]
         col = stage_strategies(p2_graph, aim_high, upper, side=1)[1]
     assert best is not None  # at least one round ran
-    return best[0][0], best[1][0], lower, upper, rounds
+    return Refined(best[0][0], best[1][0], lower, upper, rounds, best[0][2], best[1][2])
 
 
 def _anchor(p1_graph: GameGraph, p2_graph: GameGraph, low: np.ndarray, high: np.ndarray) -> np.ndarray:
@@ -385,6 +401,7 @@ def bracket_values(
     row = np.zeros(graph.row_actions.shape[0])
     col = np.zeros(graph.col_actions.shape[0])
     rounds = []
+    p1_reply, p2_reply = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
     local = np.full(n, -1, np.int64)
     arrays = (
         comp_ptr, comp_states, graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr,
@@ -405,6 +422,8 @@ def bracket_values(
         states = comp_states[lo:hi]
         if twin.size and np.all(done[twin[states]]):
             _copy_twins(states, twin, total, graph.row_ptr, graph.col_ptr, lower, upper, middle, row, col, done)
+            # P2's reply at a state to what P1 plays there is P1's at the twin, the seats swapped.
+            p1_reply[states], p2_reply[states] = p2_reply[twin[states]], p1_reply[twin[states]]
             rounds.append(0)
             if progress is not None:
                 progress(int(hi - lo))
@@ -415,7 +434,7 @@ def bracket_values(
         local[states] = np.arange(states.size)
         p1_game, p2_game = component_games(graph, states, local, [lower, upper], [p1_pay, p2_pay])
         local[states] = -1
-        r, c, low, high, spent = refine_by_best_responses(p1_game, middle[states], p2_graph=p2_game)
+        r, c, low, high, spent, r_reply, c_reply = refine_by_best_responses(p1_game, middle[states], p2_graph=p2_game)
         retries = 0
         while float(np.max(high - low, initial=0.0)) > RETRY_GAP and retries < len(RETRY_SWEEPS):
             # Stuck far from closing: better first values (more sweeps from
@@ -423,22 +442,24 @@ def bracket_values(
             middle[states] = 0.5 * (low + high)
             shapley_sweeps(graph, states, middle, RETRY_SWEEPS[retries])
             retry = refine_by_best_responses(p1_game, middle[states], p2_graph=p2_game)
-            spent += retry[4]
+            spent += retry.rounds
             retries += 1
-            if not np.max(retry[3] - retry[2], initial=0.0) < np.max(high - low, initial=0.0):
+            if not np.max(retry.upper - retry.lower, initial=0.0) < np.max(high - low, initial=0.0):
                 break  # more sweeps did not help: the next, longer ones would not either
-            r, c, low, high = retry[:4]
+            r, c, low, high, _, r_reply, c_reply = retry
         estimate = 0.5 * (low + high)
         floor = max(RETRY_GAP, 2.0 * _exits_gap(p1_game, p2_game))
         if float(np.max(high - low, initial=0.0)) > floor:
             r, c, low, high, estimate = _epsilon_optimal(p1_game, p2_game, r, c, low, high, 0.5 * floor)
+            r_reply = c_reply = np.full(states.size, -1, np.int64)  # not kept: the certificate finds them
         row[segment_positions(graph.row_ptr, states)] = r
         if twin.size and np.all(np.isin(twin[states], states)):
             # Its own twin: P2 plays P1's strategy seen from the other seat, so that every
             # state's strategies mirror those of its twin (`mirrors_strategies`).
             c = row[segment_positions(graph.row_ptr, twin[states])]
-            high = best_response_values(p2_game, 1, c, high)
+            high, c_reply = best_response(p2_game, 1, c, high)
         col[segment_positions(graph.col_ptr, states)] = c
+        p1_reply[states], p2_reply[states] = r_reply, c_reply
         lower[states], upper[states] = low, high
         middle[states] = np.clip(estimate, low, np.maximum(low, high))
         done[states] = True
@@ -446,7 +467,7 @@ def bracket_values(
         if progress is not None:
             progress(int(hi - lo))
         ci += 1
-    return Bracket(row, col, lower, upper, np.asarray(rounds, np.int64), middle)
+    return Bracket(row, col, lower, upper, np.asarray(rounds, np.int64), middle, p1_reply, p2_reply)
 
 
 def _exits_gap(p1_game: GameGraph, p2_game: GameGraph) -> float:

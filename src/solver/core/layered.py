@@ -452,14 +452,16 @@ def solve_part(
     row, col = bracket.row_strategy, bracket.col_strategy
     bracketed = time.perf_counter()
     with phase_clock.phase("certificate"):
-        low = best_response_values(p1_graph, 0, row, bracket.lower if guess else None)
+        # Started from the bracket's guarantees and best replies (the certificate is still an exact best
+        # response: a start only changes how soon it settles), most components take one linear solve.
+        low = best_response_values(p1_graph, 0, row, *((bracket.lower, bracket.p1_reply) if guess else ()))
         p2_graph = with_exit_payoffs(part, exits.p2_guarantee)
         if _mirrored(part, mirror, exits, row, col):
             # P2's strategies are P1's seen from the other seat, and so are the exits' figures:
             # P2's best response at a state is P1's at its twin, with the seats swapped.
             high = 2.0 * part.graph.unending_payoff - low[mirror]
         else:
-            high = best_response_values(p2_graph, 1, col, bracket.upper if guess else None)
+            high = best_response_values(p2_graph, 1, col, *((bracket.upper, bracket.p2_reply) if guess else ()))
         middle = np.clip(bracket.values, low, np.maximum(low, high))
     certified = time.perf_counter()
     if not hurried:
