@@ -441,15 +441,20 @@ def test_best_response_matches_brute_force(seed):
         np.testing.assert_allclose(pair, values, atol=1e-10)
 
 
+def cyclic_cases(seed: int):
+    """A random graph of 20 to 60 states with cycles, and per seat a random strategy: (rng, graph, [(seat, strategy)])."""
+    rng = np.random.default_rng(seed)
+    g = random_graph(rng, int(rng.integers(20, 60)), max_actions=3, max_outcomes=3,
+                     p_terminal=float(rng.choice([0.02, 0.1])))
+    return rng, g, [(seat, random_strategy(rng, g.row_ptr if seat == 0 else g.col_ptr)) for seat in (0, 1)]
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_a_starting_guess_changes_nothing_but_the_time(seed):
     # The guess only starts each cyclic component's policy iteration: a wrong
     # guess (random, or far outside the payoffs) and the exact answer give the same values.
-    rng = np.random.default_rng(3000 + seed)
-    g = random_graph(rng, int(rng.integers(20, 60)), max_actions=3, max_outcomes=3,
-                     p_terminal=float(rng.choice([0.02, 0.1])))
-    for seat in (0, 1):
-        strategy = random_strategy(rng, g.row_ptr if seat == 0 else g.col_ptr)
+    rng, g, cases = cyclic_cases(3000 + seed)
+    for seat, strategy in cases:
         exact = best_response_values(g, seat, strategy)
         for guess in (exact, rng.random(g.num_states), np.full(g.num_states, 7.0)):
             np.testing.assert_allclose(best_response_values(g, seat, strategy, guess), exact, atol=1e-12)
@@ -460,11 +465,8 @@ def test_a_starting_reply_changes_nothing_but_the_time(seed):
     # A reply only starts each cyclic component's policy iteration: the best reply itself, a
     # random one, and none given (-1) at some states give the exact answer; a reply naming an
     # action the responder does not have is refused.
-    rng = np.random.default_rng(4000 + seed)
-    g = random_graph(rng, int(rng.integers(20, 60)), max_actions=3, max_outcomes=3,
-                     p_terminal=float(rng.choice([0.02, 0.1])))
-    for seat in (0, 1):
-        strategy = random_strategy(rng, g.row_ptr if seat == 0 else g.col_ptr)
+    rng, g, cases = cyclic_cases(4000 + seed)
+    for seat, strategy in cases:
         exact, best = best_response(g, seat, strategy)
         counts = np.diff(g.col_ptr if seat == 0 else g.row_ptr)
         some = np.floor(rng.random(g.num_states) * counts).astype(np.int64)
