@@ -273,24 +273,16 @@ def _argmax_q_and(G, s, resp_is_row, fixed_w, sign, X, held):
 
 
 @njit(cache=True)
-def _greedy(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps):
+def _greedy(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps, reply):
+    """Policy iteration's first policy: the greedy action on X, or `reply`'s
+    where it gives one (not -1; `reply` may be empty): a reply known to be
+    best, or nearly, leaves its first evaluation and improvement sweep the
+    only ones."""
     for j in range(cs.shape[0]):
         s = cs[j]
         best, best_a = _argmax_q(G, s, resp_is_row, fixed_w, sign, X)
-        _set_choice(G, s, best_a, resp_is_row, choice, resp_w)
+        _set_choice(G, s, reply[s] if reply.shape[0] and reply[s] >= 0 else best_a, resp_is_row, choice, resp_w)
         # Ties go to stalling: it is an exit, so it never creates a dead loop.
-        stall[s] = in_k[s] and w_u >= best - eps
-
-
-@njit(cache=True)
-def _adopt(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps, reply):
-    """`_greedy`'s start with the responder's actions `reply` instead of the
-    greedy ones where it gives one (not -1): a reply known to be best, or
-    nearly, leaves its first evaluation and improvement sweep the only ones."""
-    for j in range(cs.shape[0]):
-        s = cs[j]
-        best, best_a = _argmax_q(G, s, resp_is_row, fixed_w, sign, X)
-        _set_choice(G, s, reply[s] if reply[s] >= 0 else best_a, resp_is_row, choice, resp_w)
         stall[s] = in_k[s] and w_u >= best - eps
 
 
@@ -367,10 +359,7 @@ def _br_run(
             _k_component(G, cs, ci, comp_of, loc, succ_ptr, succ, resp_is_row, fixed_w, in_k, witness)
         if c > _VI_MIN_SIZE and not warm.shape[0]:  # tiny components: a sweep costs about as much as an exact solve
             _vi_sweeps(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, max_sweeps, _VI_TOL)
-        if reply.shape[0]:
-            _adopt(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps, reply)
-        else:
-            _greedy(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps)
+        _greedy(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps, reply)
         converged = False
         for it in range(max_iter):
             if resp_is_row:
@@ -414,7 +403,7 @@ def _br_big_component(
     if may_stall:
         _k_component(G, cs, ci, comp_of, loc, succ_ptr, succ, resp_is_row, fixed_w, in_k, witness)
     _vi_sweeps(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, _VI_SWEEPS, _VI_TOL)
-    _greedy(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps)
+    _greedy(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, resp_w, eps, np.zeros(0, np.int64))
     no_reward = np.zeros((0, 1))
     inf_vec = np.full(1, worst)
     stall_val = np.full(1, w_u)

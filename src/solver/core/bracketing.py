@@ -277,7 +277,7 @@ def refine_by_best_responses(
     row = stage_strategies(p1_graph, values, side=0)[0]
     col = stage_strategies(p2_graph, values, side=1)[1]
     aim_low = aim_high = values  # what each side's strategy was built to guarantee: its best response's first estimate
-    best: tuple[tuple, tuple] | None = None  # each side's best (strategy, guarantee) so far
+    best: tuple[tuple, tuple] | None = None  # each side's best (strategy, guarantee, the other's reply) so far
     gap, best_bad, stalled = np.inf, np.inf, 0
     bound_low, bound_high = np.full(values.shape[0], -np.inf), np.full(values.shape[0], np.inf)
     for rounds in range(1, max_rounds + 1):  # noqa: B007 - the count is returned
