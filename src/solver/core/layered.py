@@ -505,8 +505,8 @@ def _hurried_solution(
     # guarantees are their hurried ones, the scored guarantees are the hurried ones, no best response needed.
     with phase_clock.phase("scored guarantees"):
         strict = _scored(layer, exits, row, col, twin, hurried.known(checked_in))
-    with phase_clock.phase("residual and outcomes"):
-        residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
+    residual = _residual(layer, exits, middle)
+    with phase_clock.phase("outcomes"):
         terminal, unending, turns = _layer_outcomes(layer, p1_graph, row, col, exits)
     return LayerSolution(
         row, col, low, high, middle, terminal, unending, turns, (hurried.p1_buzzer, hurried.p2_buzzer), strict,
@@ -527,6 +527,15 @@ def _scored(
         (scored(with_exit_payoffs(layer, e.p2_u0), 0.0), scored(with_exit_payoffs(layer, e.p2_u1), total)),
         row, col, twin, known=known,
     )
+
+
+def _residual(layer: LayerGraph, exits: ExitFigures, middle: np.ndarray) -> float:
+    """The layer's Bellman residual at `middle`: one pass of the stage kernel
+    over its states, on its own clock (`phase_clock.STAGE_PASS`), which the
+    solve-cost figure divides the solve by."""
+    graph = with_exit_payoffs(layer, exits.middle)
+    with phase_clock.phase(phase_clock.STAGE_PASS):
+        return float(bellman_residual(graph, middle).max(initial=0.0))
 
 
 def _within_guarantees(values: np.ndarray, low: np.ndarray, high: np.ndarray, slack: float = 1e-9) -> np.ndarray:
@@ -551,8 +560,9 @@ def _value_solution(
     play: its strategies and guarantees, the Bellman residual and the outcome
     probabilities under those strategies (where a side may stall, some of them
     can be the chance of never ending)."""
-    residual = float(bellman_residual(with_exit_payoffs(layer, exits.middle), middle).max(initial=0.0))
-    terminal, unending, turns = _layer_outcomes(layer, p1_graph, row, col, exits)
+    residual = _residual(layer, exits, middle)
+    with phase_clock.phase("outcomes"):
+        terminal, unending, turns = _layer_outcomes(layer, p1_graph, row, col, exits)
     return LayerSolution(
         row, col, low, high, middle, terminal, unending, turns, None, None, None, (low, high), residual, rounds,
         time.perf_counter() - clock,

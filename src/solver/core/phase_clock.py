@@ -12,6 +12,11 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 
+STAGE_PASS = "Bellman residual"
+"""The phase of each layer's Bellman residual: one pass of the stage kernel
+(matrix from the successors' values, saddle check, simplex, value and
+strategies) over the states the solve solved, timed inside the solve."""
+
 _totals: defaultdict[str, float] = defaultdict(float)
 _open: list[list] = []  # [name, CPU time it last resumed] of each running phase, innermost last
 
