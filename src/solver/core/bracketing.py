@@ -38,8 +38,8 @@ from . import phase_clock
 from .best_response import best_response, best_response_values
 from .everett import costly_delay_strategy
 from .graph import GameGraph, segment_positions
-from .shapley import max_cells, shapley_sweeps, stage_matrix_kernel, stage_strategies
-from .stage import col_guarantee, matrix_game_kernel, row_guarantee
+from .shapley import max_actions, max_cells, shapley_sweeps, stage_matrix_kernel, stage_strategies
+from .stage import col_guarantee, make_workspace, matrix_game_kernel_ws, row_guarantee
 
 GAP_TOL = 2e-11  # a cyclic component is done when its widest bracket is this narrow ...
 NUDGE = 5e-12  # ... which twice the nudge (each side aims this far past the value) must undercut
@@ -74,13 +74,15 @@ class Bracket:
 def _settle_acyclic(
     ci, comp_ptr, comp_states, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob,
     terminal_payoff, unending, lower, upper, middle, row_strategy, col_strategy, max_cells,
-    mirror, done, p2_terminal_payoff,
+    mirror, done, p2_terminal_payoff, max_dim,
 ):
     """Settle components ci, ci+1, ... that are one state without a self-loop
     (or whose seat-swapped twin is settled); return the index of the first
     component that is not (or whose stage game the kernel declines), for the
     caller."""
     buffer = np.empty(max_cells)
+    T, basis = make_workspace(max_dim)
+    strategies = np.empty((4, max_dim))  # each side's stage game's two strategies: no allocation per state
     ncomp = comp_ptr.shape[0] - 1
     while ci < ncomp:
         if comp_ptr[ci + 1] - comp_ptr[ci] != 1:
@@ -98,8 +100,9 @@ def _settle_acyclic(
         n = col_ptr[s + 1] - col_ptr[s]
         a = buffer[: m * n].reshape((m, n))
         stage_matrix_kernel(s, lower, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
+        x = strategies[0, :m]
         try:
-            x = matrix_game_kernel(a)[1]
+            matrix_game_kernel_ws(a, x, strategies[1, :n], T, basis)
         except Exception:  # noqa: BLE001 - left to the general path
             return ci
         worst = row_guarantee(a, x)
@@ -107,8 +110,9 @@ def _settle_acyclic(
         if mirror.shape[0] and mirror[s] == s:
             y = x  # its own twin: P2 plays P1's strategy, so the two sides mirror (see `bracket_values`)
         else:
+            y = strategies[3, :n]
             try:
-                y = matrix_game_kernel(a)[2]
+                matrix_game_kernel_ws(a, strategies[2, :m], y, T, basis)
             except Exception:  # noqa: BLE001
                 return ci
         best = col_guarantee(a, y)
@@ -412,7 +416,9 @@ def bracket_values(
     total = 2.0 * graph.unending_payoff
     ci = 0
     while ci < ncomp:
-        nxt = _settle_acyclic(ci, *arrays, lower, upper, middle, row, col, max_cells(graph), twin, done, p2_pay)
+        nxt = _settle_acyclic(
+            ci, *arrays, lower, upper, middle, row, col, max_cells(graph), twin, done, p2_pay, max_actions(graph),
+        )
         if progress is not None and nxt > ci:
             progress(int(comp_ptr[nxt] - comp_ptr[ci]))
         ci = nxt

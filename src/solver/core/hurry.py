@@ -203,9 +203,10 @@ def _improve_side(
 
 @numba.njit(cache=True)
 def _state_buffers(max_cells):
-    """The scratch `_improve_state` writes into: both stage matrices, the strategy held, the LP workspace."""
+    """The scratch `_improve_state` writes into: both stage matrices, the strategy
+    held and the stage game A's two strategies (`held`'s rows), the LP workspace."""
     T, basis = make_workspace(16)
-    return np.empty(max_cells), np.empty(max_cells), np.empty(16), T, basis
+    return np.empty(max_cells), np.empty(max_cells), np.empty((3, 16)), T, basis
 
 
 @numba.njit(cache=True)
@@ -241,15 +242,15 @@ def _improve_state(
     stage_matrix_kernel(i, b_values, 1.0, 0.0, cell_ptr, b_out_ptr, b_out_next, b_out_prob, b_pay, m, n, b)
     first = row_ptr[i] if row_side else col_ptr[i]
     for j in range(own):
-        held[j] = strategy[first + j]
-    now = held[:own]
+        held[0, j] = strategy[first + j]
+    now = held[0, :own]
     out = now
     solved = True
     unique = False
     if own > 1 and lone[i] != ONLY_OPTIMAL:  # else: the side holds its only optimal strategy in A, and keeps it
         stage_matrix_kernel(i, a_values, 1.0, a_unending, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, m, n, a)
-        x = np.empty(m)
-        y = np.empty(n)
+        x = held[1, :m]
+        y = held[2, :n]
         out = x if row_side else y
         try:
             if lone[i] == UNSEEN:

@@ -22,8 +22,10 @@ import numpy as np
 from .graph import GameGraph
 from .stage import (
     StageSolveError,
+    make_workspace,
     matrix_game_kernel,
-    matrix_game_tiebreak_kernel,
+    matrix_game_kernel_ws,
+    matrix_game_tiebreak_kernel_ws,
     solve_matrix_game_lp,
     solve_matrix_game_tiebreak_lp,
 )
@@ -49,7 +51,13 @@ def stage_matrix_kernel(i, values, discount, unending, cell_ptr, out_ptr, out_ne
 
 @numba.njit(cache=True, inline="always")
 def _solve_stage(i, values, unending, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, buffer):
-    """(value, x, y) of state i's undiscounted stage game built from `values`."""
+    """(value, x, y) of state i's undiscounted stage game built from `values`.
+
+    The Bellman residual's kernel, and so the unit of the solve-cost figure
+    (`solver.solve_cost`): it allocates its strategies and LP tableau per
+    state, as the figure's unit always has, so that the figure stays
+    comparable from commit to commit. Loops that only need the value use the
+    allocation-free `_stage_value`."""
     m = row_ptr[i + 1] - row_ptr[i]
     n = col_ptr[i + 1] - col_ptr[i]
     a = buffer[: m * n].reshape((m, n))
@@ -57,16 +65,73 @@ def _solve_stage(i, values, unending, row_ptr, col_ptr, cell_ptr, out_ptr, out_n
     return matrix_game_kernel(a)
 
 
+@numba.njit(cache=True, inline="always")
+def _stage_value(i, values, unending, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, buffer, x, y, T, basis):
+    """`_solve_stage`'s value, its strategies and tableau in the scratch `x`, `y`, `T`, `basis`."""
+    m = row_ptr[i + 1] - row_ptr[i]
+    n = col_ptr[i + 1] - col_ptr[i]
+    a = buffer[: m * n].reshape((m, n))
+    stage_matrix_kernel(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
+    return matrix_game_kernel_ws(a, x[:m], y[:n], T, basis)
+
+
 @numba.njit(cache=True)
-def _sweeps(states, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, unending, values, sweeps, tol, max_cells):
-    """Gauss-Seidel sweeps of Shapley's operator over `states`; the last sweep's largest change."""
+def _local_predecessors(states, cell_ptr, out_ptr, out_next, n):
+    """(ptr, pred): for each of `states` (by its place in the list), the places
+    of those of `states` with a move to it (repeats kept)."""
+    c = states.shape[0]
+    local = np.full(n, -1, np.int64)
+    for j in range(c):
+        local[states[j]] = j
+    ptr = np.zeros(c + 1, np.int64)
+    for j in range(c):
+        s = states[j]
+        for o in range(out_ptr[cell_ptr[s]], out_ptr[cell_ptr[s + 1]]):
+            t = out_next[o]
+            if t >= 0 and local[t] >= 0:
+                ptr[local[t] + 1] += 1
+    for j in range(c):
+        ptr[j + 1] += ptr[j]
+    pred = np.empty(ptr[c], np.int64)
+    at = ptr[:-1].copy()
+    for j in range(c):
+        s = states[j]
+        for o in range(out_ptr[cell_ptr[s]], out_ptr[cell_ptr[s + 1]]):
+            t = out_next[o]
+            if t >= 0 and local[t] >= 0:
+                pred[at[local[t]]] = j
+                at[local[t]] += 1
+    return ptr, pred
+
+
+@numba.njit(cache=True)
+def _sweeps(states, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, unending, values, sweeps, tol, max_cells, max_dim):
+    """Gauss-Seidel sweeps of Shapley's operator over `states`; the last sweep's largest change.
+
+    A state none of whose successors' values changed since it was last solved
+    would get the very same stage game and value again, so it is skipped: the
+    values, and the sweep the loop stops at, are bit for bit those of solving
+    every state (on the printed board at health 1, a fifth of the solves)."""
     buffer = np.empty(max_cells)
+    # One scratch for every state: allocating a tableau per stage game cost 7% of a sweep's time.
+    T, basis = make_workspace(max_dim)
+    x = np.empty(max_dim)
+    y = np.empty(max_dim)
+    ptr, pred = _local_predecessors(states, cell_ptr, out_ptr, out_next, values.shape[0])
+    stale = np.ones(states.shape[0], np.bool_)
     change = np.inf
     for _ in range(sweeps):
         change = 0.0
-        for i in states:
-            v = _solve_stage(i, values, unending, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, buffer)[0]
-            change = max(change, abs(v - values[i]))
+        for j in range(states.shape[0]):
+            if not stale[j]:
+                continue
+            stale[j] = False
+            i = states[j]
+            v = _stage_value(i, values, unending, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, buffer, x, y, T, basis)
+            if v != values[i]:
+                change = max(change, abs(v - values[i]))
+                for e in range(ptr[j], ptr[j + 1]):
+                    stale[pred[e]] = True
             values[i] = v
         if change <= tol:
             break
@@ -80,7 +145,7 @@ def shapley_sweeps(graph: GameGraph, states: np.ndarray, values: np.ndarray, swe
     return float(_sweeps(
         np.ascontiguousarray(states, np.int64), graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr,
         graph.out_next, graph.out_prob, graph.terminal_payoff, graph.unending_payoff, values, sweeps, tol,
-        max_cells(graph),
+        max_cells(graph), max_actions(graph),
     ))
 
 
@@ -123,13 +188,21 @@ def max_cells(graph: GameGraph) -> int:
     return max(1, int(np.diff(graph.cell_ptr).max(initial=1)))
 
 
+def max_actions(graph: GameGraph) -> int:
+    """The most actions either player has in one state (the kernels' LP workspace size)."""
+    return max(1, int(np.diff(graph.row_ptr).max(initial=1)), int(np.diff(graph.col_ptr).max(initial=1)))
+
+
 @numba.njit(cache=True)
 def _strategies(
     values, preferred, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff,
-    unending, discount, tol, row_strategy, col_strategy, residual, max_cells, failed, sides,
+    unending, discount, tol, row_strategy, col_strategy, residual, max_cells, failed, sides, max_dim,
 ):
     a_buffer = np.empty(max_cells)
     b_buffer = np.empty(max_cells)
+    T, basis = make_workspace(max_dim)
+    x_buffer = np.empty(max_dim)
+    y_buffer = np.empty(max_dim)
     for i in range(values.shape[0]):
         m = row_ptr[i + 1] - row_ptr[i]
         n = col_ptr[i + 1] - col_ptr[i]
@@ -137,8 +210,10 @@ def _strategies(
         b = b_buffer[: m * n].reshape((m, n))
         stage_matrix_kernel(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, a)
         stage_matrix_kernel(i, preferred, discount, unending, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, m, n, b)
+        x = x_buffer[:m]
+        y = y_buffer[:n]
         try:
-            v, x, y = matrix_game_tiebreak_kernel(a, b, tol, sides)
+            v = matrix_game_tiebreak_kernel_ws(a, b, tol, x, y, T, basis, sides)
         except Exception:  # left to the LP reference, outside the compiled loop
             failed[i] = True
             continue
@@ -174,6 +249,7 @@ def stage_strategies(
         values, preferred, graph.row_ptr, graph.col_ptr, graph.cell_ptr, graph.out_ptr, graph.out_next,
         graph.out_prob, graph.terminal_payoff, graph.unending_payoff, 1.0 - discount_gap, tol,
         row_strategy, col_strategy, residual, max_cells(graph), failed, 3 if side is None else 1 << side,
+        max_actions(graph),
     )
     # The kernel declines the rare stage game it cannot certify (payoffs tied
     # to rounding level); HiGHS solves those.
