@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import socket
 import time
 import tomllib
@@ -216,6 +217,30 @@ def server(tiny):
     """The command itself, on a free port, over the tiny table."""
     with ExploreServer([*settings(TINY), "--cache-dir", tiny.cache_dir]) as running:
         yield running
+
+
+def test_the_address_is_printed_once_ctrl_c_reaches_the_server(tiny):
+    # Printed before uvicorn's handlers were in place, a Ctrl-C right after the address could
+    # land while the event loop was being built, and Python printed that loop's half-built
+    # state as a traceback on the way out.
+    from solver.explore.serve import _server, _stop_solves, listen
+
+    sock = listen("127.0.0.1", 0)
+    handlers = []
+
+    def listening() -> None:
+        handlers.append(signal.getsignal(signal.SIGINT))
+        server.should_exit = True
+
+    server = _server(tiny.explorer, "127.0.0.1", listening)
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+        _stop_solves(server)
+    assert handlers == [server.handle_exit]
+    assert signal.getsignal(signal.SIGINT) == before  # given back once it stopped
 
 
 def raw_get(url: str, target: str, host: str | None = None, headers: str = "") -> tuple[int, str]:

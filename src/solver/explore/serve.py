@@ -1,5 +1,6 @@
 """`charge-spark explore` from the command line: the rule set's table stored
-(solved first when it is not), a socket bound, the URL printed, the server run.
+(solved first when it is not), a socket bound, the server run, the URL
+printed once it serves.
 
 Served by uvicorn (ASGI) with Starlette's routing: both widely used and kept
 up, small, with no template or database layer to bring in; the routes are
@@ -89,8 +90,18 @@ def address_of(sock: socket.socket, host: str) -> str:
     return f"http://{shown}:{port}/"
 
 
-def _server(explorer: Explorer, host: str) -> uvicorn.Server:
+def _server(explorer: Explorer, host: str, listening: Callable[[], None] | None = None) -> uvicorn.Server:
+    """uvicorn's server of `explorer`; `listening` is called once it serves, its
+    Ctrl-C handler in place (before, a Ctrl-C could land in the middle of
+    building the event loop, and Python printed that loop's half-built
+    state as a traceback on the way out)."""
     import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and listening is not None:
+                listening()
 
     from .http_limits import MAX_HEAD_BYTES, BoundedH11Protocol
 
@@ -98,7 +109,7 @@ def _server(explorer: Explorer, host: str) -> uvicorn.Server:
     allowed = ["127.0.0.1", "localhost", "[::1]"] if host in LOOPBACK else None
     config = uvicorn.Config(create_app(explorer, allowed), log_level="warning", access_log=False, lifespan="off",
                             server_header=False, http=BoundedH11Protocol, h11_max_incomplete_event_size=MAX_HEAD_BYTES)
-    return uvicorn.Server(config)
+    return Server(config)
 
 
 @contextlib.contextmanager
@@ -127,9 +138,8 @@ def serve(rules: RuleSet, cache_dir: str | None, host: str, port: int, echo: Cal
                  solve_command)
     sock = listen(host, port)
     explorer = Explorer(rules, cache_dir)
-    server = _server(explorer, host)
     echo(f"charge-spark explore: rules {rules.name or '(unnamed)'} [fingerprint {explorer.fingerprint}]")
-    echo(f"open {address_of(sock, host)}   (Ctrl-C stops the server)")
+    server = _server(explorer, host, lambda: echo(f"open {address_of(sock, host)}   (Ctrl-C stops the server)"))
     with readers_kept_open():
         try:
             server.run(sockets=[sock])
