@@ -140,6 +140,37 @@ def component_of_kernel(comp_ptr, comp_states, n):
     return comp_of
 
 
+@njit(cache=True)
+def predecessors_among(states, cell_ptr, out_ptr, out_next, n):
+    """(ptr, pred): for each of `states` (by its place in the list), the places
+    of those of `states` with a move to it (`pred[ptr[j]:ptr[j + 1]]`; repeats
+    kept, itself included if it loops); moves to other states are left out.
+    `n`: the graph's state count."""
+    c = states.shape[0]
+    local = np.full(n, -1, np.int64)
+    for j in range(c):
+        local[states[j]] = j
+    ptr = np.zeros(c + 1, np.int64)
+    for j in range(c):
+        s = states[j]
+        for o in range(out_ptr[cell_ptr[s]], out_ptr[cell_ptr[s + 1]]):
+            t = out_next[o]
+            if t >= 0 and local[t] >= 0:
+                ptr[local[t] + 1] += 1
+    for j in range(c):
+        ptr[j + 1] += ptr[j]
+    pred = np.empty(ptr[c], np.int64)
+    at = ptr[:-1].copy()
+    for j in range(c):
+        s = states[j]
+        for o in range(out_ptr[cell_ptr[s]], out_ptr[cell_ptr[s + 1]]):
+            t = out_next[o]
+            if t >= 0 and local[t] >= 0:
+                pred[at[local[t]]] = j
+                at[local[t]] += 1
+    return ptr, pred
+
+
 def _ones(k: int) -> np.ndarray:
     return np.ones(k, np.float64)
 

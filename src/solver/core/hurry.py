@@ -48,7 +48,7 @@ import numpy as np
 from . import phase_clock
 from .best_response import best_response_and_stalls, best_response_values
 from .bracketing import component_games
-from .components import scc_from_csr, successor_csr
+from .components import predecessors_among, scc_from_csr, successor_csr
 from .graph import GameGraph, segment_positions
 from .shapley import max_cells, stage_matrix_kernel
 from .stage import (
@@ -318,35 +318,12 @@ def _settle_acyclic_side(
     return ci
 
 
-@numba.njit(cache=True)
-def _predecessors(cell_ptr, out_ptr, out_next):
-    """(pred_ptr, pred): for each state, the states with a move to it (repeats kept; itself included if it loops)."""
-    n = cell_ptr.shape[0] - 1
-    count = np.zeros(n + 1, np.int64)
-    for i in range(n):
-        for k in range(cell_ptr[i], cell_ptr[i + 1]):
-            for j in range(out_ptr[k], out_ptr[k + 1]):
-                if out_next[j] >= 0:
-                    count[out_next[j] + 1] += 1
-    for i in range(n):
-        count[i + 1] += count[i]
-    pred = np.empty(count[n], np.int64)
-    at = count[:-1].copy()
-    for i in range(n):
-        for k in range(cell_ptr[i], cell_ptr[i + 1]):
-            for j in range(out_ptr[k], out_ptr[k + 1]):
-                t = out_next[j]
-                if t >= 0:
-                    pred[at[t]] = i
-                    at[t] += 1
-    return count, pred
-
-
 def predecessors(graph: GameGraph) -> tuple[np.ndarray, np.ndarray]:
     """(pred_ptr, pred): the states with a move to each state of `graph` (`pred[pred_ptr[i]:pred_ptr[i + 1]]`)."""
-    return _predecessors(
-        np.ascontiguousarray(graph.cell_ptr, np.int64), np.ascontiguousarray(graph.out_ptr, np.int64),
-        np.ascontiguousarray(graph.out_next, np.int64),
+    n = graph.num_states
+    return predecessors_among(
+        np.arange(n, dtype=np.int64), np.ascontiguousarray(graph.cell_ptr, np.int64),
+        np.ascontiguousarray(graph.out_ptr, np.int64), np.ascontiguousarray(graph.out_next, np.int64), n,
     )
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
+from .components import predecessors_among
 from .graph import GameGraph
 from .stage import (
     StageSolveError,
@@ -76,35 +77,6 @@ def _stage_value(i, values, unending, row_ptr, col_ptr, cell_ptr, out_ptr, out_n
 
 
 @numba.njit(cache=True)
-def _local_predecessors(states, cell_ptr, out_ptr, out_next, n):
-    """(ptr, pred): for each of `states` (by its place in the list), the places
-    of those of `states` with a move to it (repeats kept)."""
-    c = states.shape[0]
-    local = np.full(n, -1, np.int64)
-    for j in range(c):
-        local[states[j]] = j
-    ptr = np.zeros(c + 1, np.int64)
-    for j in range(c):
-        s = states[j]
-        for o in range(out_ptr[cell_ptr[s]], out_ptr[cell_ptr[s + 1]]):
-            t = out_next[o]
-            if t >= 0 and local[t] >= 0:
-                ptr[local[t] + 1] += 1
-    for j in range(c):
-        ptr[j + 1] += ptr[j]
-    pred = np.empty(ptr[c], np.int64)
-    at = ptr[:-1].copy()
-    for j in range(c):
-        s = states[j]
-        for o in range(out_ptr[cell_ptr[s]], out_ptr[cell_ptr[s + 1]]):
-            t = out_next[o]
-            if t >= 0 and local[t] >= 0:
-                pred[at[local[t]]] = j
-                at[local[t]] += 1
-    return ptr, pred
-
-
-@numba.njit(cache=True)
 def _sweeps(states, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, terminal_payoff, unending, values, sweeps, tol, max_cells, max_dim):
     """Gauss-Seidel sweeps of Shapley's operator over `states`; the last sweep's largest change.
 
@@ -117,7 +89,7 @@ def _sweeps(states, row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, ter
     T, basis = make_workspace(max_dim)
     x = np.empty(max_dim)
     y = np.empty(max_dim)
-    ptr, pred = _local_predecessors(states, cell_ptr, out_ptr, out_next, values.shape[0])
+    ptr, pred = predecessors_among(states, cell_ptr, out_ptr, out_next, values.shape[0])
     stale = np.ones(states.shape[0], np.bool_)
     change = np.inf
     for _ in range(sweeps):
