@@ -21,7 +21,7 @@ from solver.core.absorption import (
 )
 from solver.core.best_response import best_response, best_response_and_stalls, best_response_values, pure_strategy
 from solver.core.certify import certify
-from solver.core.components import component_of, strongly_connected_components, successor_csr
+from solver.core.components import component_of, predecessors_among, strongly_connected_components, successor_csr
 from solver.core.graph import GameGraph
 from solver.core.hurry import Known, ScoredGuarantees, scored, scored_guarantees
 from solver.core.shapley import bellman_residual
@@ -671,3 +671,22 @@ def test_chain_values_are_the_pairs_values_and_without_choices_both_guarantees(s
     values = chain_values(single, ones, ones)
     np.testing.assert_allclose(values, best_response_values(single, 0, ones), atol=1e-12)
     np.testing.assert_allclose(values, best_response_values(single, 1, ones), atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_predecessors_among_some_states_are_those_a_plain_scan_finds(seed):
+    # A few states of a big graph are looked up by binary search, many through a map of the
+    # whole graph: both give, for each listed state, the listed states with a move to it.
+    rng = np.random.default_rng(6000 + seed)
+    graph = random_graph(rng, 200, max_actions=3, max_outcomes=3, p_terminal=0.1)
+    for count in (1, 7, 24, 25, 120, 200):
+        states = rng.permutation(graph.num_states)[:count].astype(np.int64)
+        ptr, pred = predecessors_among(states, graph.cell_ptr, graph.out_ptr, graph.out_next, graph.num_states)
+        place = {int(s): j for j, s in enumerate(states)}
+        expected = [[] for _ in states]
+        for j, s in enumerate(states):
+            for o in range(graph.out_ptr[graph.cell_ptr[s]], graph.out_ptr[graph.cell_ptr[s + 1]]):
+                t = int(graph.out_next[o])
+                if t >= 0 and t in place:
+                    expected[place[t]].append(j)
+        assert [list(pred[ptr[j] : ptr[j + 1]]) for j in range(count)] == expected

@@ -140,23 +140,42 @@ def component_of_kernel(comp_ptr, comp_states, n):
     return comp_of
 
 
+@njit(cache=True, inline="always")
+def _place(t, local, keys, order):
+    """The place of state t in the list `predecessors_among` was given, -1 if absent:
+    from `local` where it is filled (dense), else by binary search in `keys` (sorted)."""
+    if local.shape[0]:
+        return local[t]
+    k = np.searchsorted(keys, t)
+    if k < keys.shape[0] and keys[k] == t:
+        return order[k]
+    return -1
+
+
 @njit(cache=True)
 def predecessors_among(states, cell_ptr, out_ptr, out_next, n):
     """(ptr, pred): for each of `states` (by its place in the list), the places
     of those of `states` with a move to it (`pred[ptr[j]:ptr[j + 1]]`; repeats
     kept, itself included if it loops); moves to other states are left out.
-    `n`: the graph's state count."""
+    `n`: the graph's state count. A few states of a big graph (one component
+    of a layer) are looked up by binary search, not through an n-sized map:
+    called once per component, the map would cost the layer's size each time."""
     c = states.shape[0]
-    local = np.full(n, -1, np.int64)
-    for j in range(c):
+    dense = 8 * c >= n
+    local = np.full(n if dense else 0, -1, np.int64)
+    order = np.argsort(states) if not dense else np.zeros(0, np.int64)
+    keys = states[order]
+    for j in range(c if dense else 0):
         local[states[j]] = j
     ptr = np.zeros(c + 1, np.int64)
     for j in range(c):
         s = states[j]
         for o in range(out_ptr[cell_ptr[s]], out_ptr[cell_ptr[s + 1]]):
             t = out_next[o]
-            if t >= 0 and local[t] >= 0:
-                ptr[local[t] + 1] += 1
+            if t >= 0:
+                place = _place(t, local, keys, order)
+                if place >= 0:
+                    ptr[place + 1] += 1
     for j in range(c):
         ptr[j + 1] += ptr[j]
     pred = np.empty(ptr[c], np.int64)
@@ -165,9 +184,11 @@ def predecessors_among(states, cell_ptr, out_ptr, out_next, n):
         s = states[j]
         for o in range(out_ptr[cell_ptr[s]], out_ptr[cell_ptr[s + 1]]):
             t = out_next[o]
-            if t >= 0 and local[t] >= 0:
-                pred[at[local[t]]] = j
-                at[local[t]] += 1
+            if t >= 0:
+                place = _place(t, local, keys, order)
+                if place >= 0:
+                    pred[at[place]] = j
+                    at[place] += 1
     return ptr, pred
 
 
