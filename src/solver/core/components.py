@@ -167,28 +167,33 @@ def predecessors_among(states, cell_ptr, out_ptr, out_next, n):
     keys = states[order]
     for j in range(c if dense else 0):
         local[states[j]] = j
-    ptr = np.zeros(c + 1, np.int64)
+    # One pass over the states' moves: each move within `states`, as (its target's place, its source's place).
+    moves = 0
+    for j in range(c):
+        moves += out_ptr[cell_ptr[states[j] + 1]] - out_ptr[cell_ptr[states[j]]]
+    target = np.empty(moves, np.int64)
+    source = np.empty(moves, np.int64)
+    k = 0
     for j in range(c):
         s = states[j]
         for o in range(out_ptr[cell_ptr[s]], out_ptr[cell_ptr[s + 1]]):
             t = out_next[o]
-            if t >= 0:
-                place = _place(t, local, keys, order)
-                if place >= 0:
-                    ptr[place + 1] += 1
+            place = _place(t, local, keys, order) if t >= 0 else -1
+            if place >= 0:
+                target[k] = place
+                source[k] = j
+                k += 1
+    # Grouped by target, each group in the order met (a counting sort).
+    ptr = np.zeros(c + 1, np.int64)
+    for e in range(k):
+        ptr[target[e] + 1] += 1
     for j in range(c):
         ptr[j + 1] += ptr[j]
-    pred = np.empty(ptr[c], np.int64)
+    pred = np.empty(k, np.int64)
     at = ptr[:-1].copy()
-    for j in range(c):
-        s = states[j]
-        for o in range(out_ptr[cell_ptr[s]], out_ptr[cell_ptr[s + 1]]):
-            t = out_next[o]
-            if t >= 0:
-                place = _place(t, local, keys, order)
-                if place >= 0:
-                    pred[at[place]] = j
-                    at[place] += 1
+    for e in range(k):
+        pred[at[target[e]]] = source[e]
+        at[target[e]] += 1
     return ptr, pred
 
 
