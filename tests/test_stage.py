@@ -450,6 +450,27 @@ def test_a_side_said_to_have_one_optimal_strategy_has_one(ties):
     assert said >= (0.9 * found if not ties else 0.3 * found) and said > 50
 
 
+@pytest.mark.parametrize("short", [1e-3, 1e-8], ids=["clear of the value", "within the margin"])
+def test_the_tiebreak_is_skipped_only_where_one_optimal_strategy_stands_clear(short):
+    # Matching pennies plus a third row that falls `short` of the value 1/2, which B wants.
+    # P1's optimal strategy is (1/2, 1/2, 0) alone, but a tie-break keeping the value within
+    # tol may put tol / short on row 2: 1e-9 when that row is clear of the value, 1e-4 when it
+    # is within `MOOT_MARGIN` of it, where the tie-break must run and find that weight.
+    A = np.array([[1.0, 0.0], [0.0, 1.0], [0.5 - short, 0.5 - short]])
+    B = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]])
+    x, y = np.array([0.5, 0.5, 0.0]), np.array([0.5, 0.5])
+    assert stage.only_optimal_strategy(A, 0.5, x, y, True)
+    clear = short >= stage.MOOT_MARGIN
+    assert stage.only_optimal_strategy(A, 0.5, x, y, True, stage.MOOT_MARGIN) == clear
+    _, kernel_x, _ = matrix_game_tiebreak_kernel(A, B, 1e-12)
+    reference = solve_matrix_game_tiebreak_lp(A, B, tol=1e-12).row_strategy
+    assert reference[2] == pytest.approx(1e-12 / short, rel=1e-3)
+    if clear:  # skipped: the strategy differs from the tie-break's by its 1e-9 on row 2
+        assert abs(kernel_x[2] - reference[2]) <= 2e-9
+    else:
+        assert kernel_x[2] == pytest.approx(reference[2], rel=1e-3)
+
+
 def test_one_optimal_strategy_in_known_games():
     pennies = np.array([[1.0, 0.0], [0.0, 1.0]])
     x, y = np.array([0.5, 0.5]), np.array([0.5, 0.5])

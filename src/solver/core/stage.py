@@ -752,12 +752,24 @@ _ALONE_MARGIN = 1e-9  # relative to max|A|: how far below the cap every other ac
 _SUPPORT = 1e-6  # an opponent's weight above this binds a column (a row) to the value ...
 _BEST_REPLY = 1e-9  # ... and a row (a column) within this of the value against its strategy may be played
 _RANK_PIVOT = 1e-6  # a pivot below this (times the matrix's largest entry) counts as zero: the rank falls short
+MOOT_MARGIN = 1e-6
+"""How far below the value (above, for P2) every action that no optimal strategy
+plays must fall, against the opponent's strategy, for a tie-break to be skipped
+where the optimal strategy is unique: a tie-break keeping the value within
+`tol` can put at most tol / MOOT_MARGIN of weight there, so skipping it
+changes a strategy by no more than `MOOT_WEIGHT` where tol is at most
+MOOT_WEIGHT * MOOT_MARGIN (the solver's 1e-12 is)."""
+MOOT_WEIGHT = 1e-6
 
 
 @numba.njit(cache=True)
-def only_optimal_strategy(A: np.ndarray, v: float, x: np.ndarray, y: np.ndarray, row_side: bool) -> bool:
+def only_optimal_strategy(
+    A: np.ndarray, v: float, x: np.ndarray, y: np.ndarray, row_side: bool, margin: float = 0.0,
+) -> bool:
     """Whether the side's optimal strategy in A is unique, given A's value `v`
-    and optimal strategies `x`, `y` (from `matrix_game_kernel_ws`).
+    and optimal strategies `x`, `y` (from `matrix_game_kernel_ws`). With
+    `margin`, also that every other action falls at least that far short of
+    the value against the opponent's strategy (see `MOOT_MARGIN`).
 
     By complementary slackness every optimal x of P1 plays only rows that
     are best replies to y, (A y)_i = v, and meets the value exactly at every
@@ -776,9 +788,12 @@ def only_optimal_strategy(A: np.ndarray, v: float, x: np.ndarray, y: np.ndarray,
         reply = 0.0
         for h in range(other):
             reply += (A[k, h] * y[h]) if row_side else (x[h] * A[h, k])
-        if (reply >= v - _BEST_REPLY) if row_side else (reply <= v + _BEST_REPLY):
+        short = (v - reply) if row_side else (reply - v)
+        if short <= _BEST_REPLY:
             free[unknowns] = k
             unknowns += 1
+        elif short < margin:
+            return False
     rows = 1
     for h in range(other):
         if (y[h] if row_side else x[h]) > _SUPPORT:
@@ -881,6 +896,8 @@ def matrix_game_tiebreak_kernel_ws(
         row_side = side == 1
         if not sides & (1 if row_side else 2):
             continue
+        if tol <= MOOT_WEIGHT * MOOT_MARGIN and only_optimal_strategy(A, v, x, y, row_side, MOOT_MARGIN):
+            continue  # one optimal strategy, clear of the rest: the tie-break has nothing to choose
         tiebreak_side_ws(A, B, tiebreak_cap(A, v, tol, row_side, x, y), row_side, x if row_side else y, T, basis)
     return v
 
