@@ -196,6 +196,28 @@ def test_a_position_keeps_its_stage_strategy_unless_another_ends_the_game_sooner
         np.testing.assert_array_equal(out, held)
 
 
+@pytest.mark.parametrize("off", [0.0, 1e-13], ids=["the very strategy", "a strategy 1e-13 from it"])
+def test_a_held_strategy_at_the_only_optimal_one_needs_no_lp_in_later_rounds(off):
+    """Matching pennies: P1's only optimal strategy is (1/2, 1/2). Held there,
+    or within round-off of it (the value solve's strategy, whose own tie-break
+    was skipped, can differ from the tie-break LP's answer in the last bits),
+    it is kept, and the state is marked so that later rounds skip its LPs."""
+    from solver.core.graph import build_graph
+
+    game = DictGame({0: {(0, 0): [(1.0, WIN)], (0, 1): [(1.0, LOSS)], (1, 0): [(1.0, LOSS)], (1, 1): [(1.0, WIN)]}},
+                    ["a", "b"])
+    graph = build_graph(game, np.array([0], np.int64))
+    ends = np.ones(graph.terminal_payoff.shape[0], np.bool_)
+    buzzer = hurry_module.buzzer_graph(graph, ends, np.zeros(ends.size), 1e-6, 1.0)
+    held = np.array([0.5 + off, 0.5 - off])
+    memo = hurry_module.StageMemo.fresh(graph.num_states)
+    out, _, _ = hurry_module.improve_strategy(
+        graph, np.full(graph.num_states, 0.5), buzzer, np.zeros(graph.num_states), 0, held, 1e-8, memo=memo,
+    )
+    np.testing.assert_array_equal(out, held)
+    assert memo.lone[0] == hurry_module.ONLY_OPTIMAL
+
+
 def test_what_a_round_keeps_of_the_stage_games_changes_nothing(monkeypatch, small_hurried):
     """Hurried play's rounds keep each state's cap and lone pure action, and
     where the side has one optimal strategy in A they keep it (`StageMemo`),

@@ -82,6 +82,12 @@ IMPROVED = 1e-13  # a round that raises no buzzer value by more than this has co
 UNSEEN = -1  # `StageMemo.lone` of a state not solved yet ...
 NEEDS_LP = -2  # ... of one whose tie-break the LP decides ...
 ONLY_OPTIMAL = -3  # ... of one whose side has one optimal strategy in A (it keeps it); else the one pure action keeping the cap
+SAME_POINT = 1e-10
+"""A strategy held within this of the only optimal one, weight by weight, is
+that strategy: no buzzer stage game (entries in [0, 1], at most 16 actions)
+can then prefer either by the switching rule's hundredth of a turn. (The
+value solve's strategy can differ from the tie-break LP's answer in the last
+bits, where the value solve skipped its own tie-break.)"""
 MOVED = 1e-14
 """A buzzer value that moves by more than this sends the states leading to it
 back to their tie-break LP; smaller moves (round-off of the exact evaluation)
@@ -231,9 +237,10 @@ def _improve_state(
     chooses; `UNSEEN` before the first visit) later rounds skip both LPs.
     So do they where the side has only one optimal strategy in A
     (`only_optimal_strategy`) and holds it (`ONLY_OPTIMAL`): the LP could
-    only find it again. (Holding the value solve's strategy instead, a
-    state keeps its LP: that strategy may be optimal in A only to within
-    the switching rule's 1e-12.)"""
+    only find it again; a strategy within `SAME_POINT` of it, weight by
+    weight, counts as it. (Holding the value solve's strategy further from
+    it, a state keeps its LP: that strategy may be optimal in A only to
+    within the switching rule's 1e-12.)"""
     m = row_ptr[i + 1] - row_ptr[i]
     n = col_ptr[i + 1] - col_ptr[i]
     own = m if row_side else n
@@ -276,7 +283,7 @@ def _improve_state(
         else:
             kept = (col_guarantee(a, now) <= col_guarantee(a, out) + 1e-12
                     and col_guarantee(b, out) >= col_guarantee(b, now) - gain)
-        if unique and (not kept or np.array_equal(now, out)):
+        if unique and (not kept or np.max(np.abs(now - out)) <= SAME_POINT):
             lone[i] = ONLY_OPTIMAL  # the strategy held is the only optimal one: later rounds keep it without an LP
         if kept:
             out = now
