@@ -878,7 +878,9 @@ def matrix_game_tiebreak_kernel_ws(
     tol in A and is best for that player in B. T, basis: at least
     (2d+1) x (3d+1) and 2d+1 with d = max(m, n) (see `make_workspace`).
     `sides` (1: P1 only, 2: P2 only, 3: both) says whose tie-break to run; the
-    other side keeps a plain optimal strategy."""
+    other side keeps a plain optimal strategy. So does a side whose optimal
+    strategy is unique and clear of its other actions (`MOOT_MARGIN`), at a
+    tol small enough that the tie-break could move it by `MOOT_WEIGHT` at most."""
     m, n = A.shape
     if B.shape[0] != m or B.shape[1] != n:
         raise ValueError("A and B differ in shape")
