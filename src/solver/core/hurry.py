@@ -283,7 +283,7 @@ def _improve_state(
         else:
             kept = (col_guarantee(a, now) <= col_guarantee(a, out) + 1e-12
                     and col_guarantee(b, out) >= col_guarantee(b, now) - gain)
-        if unique and (not kept or np.max(np.abs(now - out)) <= SAME_POINT):
+        if unique and (not kept or _same_point(now, out)):
             lone[i] = ONLY_OPTIMAL  # the strategy held is the only optimal one: later rounds keep it without an LP
         if kept:
             out = now
@@ -295,6 +295,15 @@ def _improve_state(
     else:
         b_values[i] = min(b_values[i], col_guarantee(b, out))
     return solved
+
+
+@numba.njit(cache=True)
+def _same_point(held, answer):
+    """Whether `held` is within `SAME_POINT` of `answer`, weight by weight (no array made: a hot path)."""
+    for j in range(held.shape[0]):
+        if abs(held[j] - answer[j]) > SAME_POINT:
+            return False
+    return True
 
 
 @numba.njit(cache=True)
