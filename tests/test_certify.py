@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
+import solver.core.best_response as br
 import solver.core.linear_solve as linear_solve_mod
 from random_games import random_graph, random_strategy
 from solver.core.absorption import (
@@ -427,6 +428,40 @@ def test_a_starting_reply_changes_nothing_but_the_time(seed):
                 np.testing.assert_allclose(best_response_values(g, seat, strategy, guess, reply), exact, atol=1e-12)
         with pytest.raises(ValueError, match="reply"):
             best_response_values(g, seat, strategy, exact, counts)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_an_improvement_sweep_skips_only_states_that_cannot_switch(seed):
+    # After a sweep records each kept state's lead over its other options, the
+    # values move by at most `drift`; the next sweep skips the states leading by
+    # more than twice that, and must make exactly the switches of a full sweep.
+    rng, g, cases = cyclic_cases(5000 + seed)
+    G = g.kernel_arrays()
+    cs = np.arange(g.num_states, dtype=np.int64)
+    in_k = rng.random(g.num_states) < 0.2  # stalling allowed at some states, worth w_u
+    skipped = switched = 0
+    for seat, strategy in cases:
+        resp_is_row = seat == 1
+        sign, w_u = (1.0 if resp_is_row else -1.0), 0.5 * rng.random()
+        resp_w = np.zeros(int((G[0] if resp_is_row else G[1])[-1]))
+        choice, stall = np.zeros(g.num_states, np.int64), np.zeros(g.num_states, np.bool_)
+        X = rng.random((g.num_states, 1))
+        br._greedy(G, cs, resp_is_row, strategy, sign, w_u, in_k, X, choice, stall, resp_w, 0.0, np.zeros(0, np.int64))
+        lead, drift = np.full(g.num_states, -np.inf), np.zeros(g.num_states)
+        br._improve(G, cs, resp_is_row, strategy, sign, w_u, in_k, X, choice, stall, resp_w, 1e-13, lead, drift)
+        for moved in (1e-4, 1e-2, 1e-1):
+            drift += moved
+            X = X + rng.uniform(-moved, moved, X.shape)
+            skipped += int(np.sum(lead > 2.0 * drift + br._LEAD_ROUNDING))
+            full = [a.copy() for a in (choice, stall, resp_w)]
+            changes = br._improve(G, cs, resp_is_row, strategy, sign, w_u, in_k, X, *full, 1e-13,
+                                  np.full(g.num_states, -np.inf), np.zeros(g.num_states))
+            assert br._improve(G, cs, resp_is_row, strategy, sign, w_u, in_k, X, choice, stall, resp_w, 1e-13,
+                               lead, drift) == changes
+            for got, want in zip((choice, stall, resp_w), full):
+                np.testing.assert_array_equal(got, want)
+            switched += changes
+    assert skipped > 0 and switched > 0  # both kinds of state were met
 
 
 @pytest.mark.parametrize("seed", range(6))
