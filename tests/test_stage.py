@@ -27,6 +27,8 @@ from solver.core.stage import (
     solve_matrix_game_lp,
     solve_matrix_game_tiebreak,
     solve_matrix_game_tiebreak_lp,
+    support_game_value_ws,
+    support_masks,
 )
 
 TOL = 1e-9
@@ -485,3 +487,36 @@ def test_one_optimal_strategy_in_known_games():
     won = np.array([[1.0, 1.0], [0.0, 0.0]])
     x, y = np.array([1.0, 0.0]), np.array([1.0, 0.0])
     assert stage.only_optimal_strategy(won, 1.0, x, y, True) and not stage.only_optimal_strategy(won, 1.0, x, y, False)
+
+
+def test_a_supports_shortcut_gives_the_value_on_the_right_supports_and_nothing_on_wrong_ones() -> None:
+    # The sweeps try a state's last supports before the simplex. On the supports the simplex
+    # found, the shortcut gives the same value and optimal strategies; on any other pair of
+    # equally large supports it gives nan, or the value itself (where those supports are optimal
+    # too): never a wrong value.
+    rng = np.random.default_rng(2027)
+    T, index = make_workspace(6)
+    right = wrong = 0
+    for t in range(300):
+        m, n = (int(k) for k in rng.integers(2, 6, size=2))
+        A = random_game(rng, ("uniform", "rounded", "halves")[t % 3], m, n)
+        v, x, y = matrix_game_kernel(A)
+        rows, cols = support_masks(x, y)
+        sx, sy = np.empty(m), np.empty(n)
+        if bin(rows).count("1") == bin(cols).count("1"):
+            got = support_game_value_ws(A, rows, cols, sx, sy, T, index)
+            assert got == pytest.approx(v, abs=1e-12)
+            assert_optimal(A, got, sx, sy)
+            right += 1
+        for _ in range(4):
+            k = int(rng.integers(1, min(m, n) + 1))
+            rows = int(np.sum(1 << rng.choice(m, k, replace=False)))
+            cols = int(np.sum(1 << rng.choice(n, k, replace=False)))
+            got = support_game_value_ws(A, rows, cols, sx, sy, T, index)
+            if not np.isnan(got):
+                assert got == pytest.approx(v, abs=1e-12)
+                assert_optimal(A, got, sx, sy)
+            else:
+                wrong += 1
+    assert right > 200 and wrong > 500
+    assert np.isnan(support_game_value_ws(np.eye(2), 0b11, 0b1, sx[:2], sy[:2], T, index))  # sizes differ

@@ -970,3 +970,108 @@ def solve_matrix_game_tiebreak(A: ArrayLike, B: ArrayLike, tol: float = 1e-12) -
         raise ValueError(f"A and B differ in shape: {MA.shape} vs {MB.shape}")
     v, x, y = matrix_game_tiebreak_kernel(MA, MB, float(tol))
     return MatrixGameSolution(float(v), x, y)
+
+
+@numba.njit(cache=True)
+def _equalizer(A, first, second, k, transpose, T, out):
+    """Into out (zeros elsewhere): the strategy on the actions `second` (k of
+    them) that makes every action of `first` pay the same against it in A
+    (A^T with `transpose`); its weights summing to 1. Returns that common payoff,
+    or nan where the system is singular."""
+    # Unknowns: the k weights and the payoff v. Rows: k equalities, then the sum.
+    for r in range(k):
+        for c in range(k):
+            T[r, c] = A[second[c], first[r]] if transpose else A[first[r], second[c]]
+        T[r, k] = -1.0
+        T[r, k + 1] = 0.0
+    for c in range(k):
+        T[k, c] = 1.0
+    T[k, k] = 0.0
+    T[k, k + 1] = 1.0
+    size = k + 1
+    for p in range(size):
+        piv = p
+        big = abs(T[p, p])
+        for r in range(p + 1, size):
+            if abs(T[r, p]) > big:
+                big, piv = abs(T[r, p]), r
+        if big < 1e-12:
+            return np.nan
+        if piv != p:
+            for c in range(p, size + 1):
+                T[p, c], T[piv, c] = T[piv, c], T[p, c]
+        inv = 1.0 / T[p, p]
+        for r in range(p + 1, size):
+            f = T[r, p] * inv
+            if f != 0.0:
+                for c in range(p, size + 1):
+                    T[r, c] -= f * T[p, c]
+    for p in range(size - 1, -1, -1):
+        s = T[p, size]
+        for c in range(p + 1, size):
+            s -= T[p, c] * T[c, size]
+        T[p, size] = s / T[p, p]
+    for j in range(out.shape[0]):
+        out[j] = 0.0
+    for c in range(k):
+        out[second[c]] = T[c, size]
+    return T[k, size]
+
+
+@numba.njit(cache=True)
+def support_game_value_ws(A, rows, cols, x, y, T, index):
+    """The value of A if its optimal strategies are the equalising ones on the
+    supports `rows` and `cols` (bit masks of equal size; x and y written), or
+    nan where they are not: a weight negative, the system singular, or a pure
+    deviation gaining more than round-off (`_CERT_ABS` of max|A|), far inside
+    `matrix_game_kernel_ws`'s own certificate. The sweeps' shortcut: a state's
+    support rarely changes from one visit to the next."""
+    m, n = A.shape
+    k = 0
+    for r in range(m):
+        if rows >> r & 1:
+            index[k] = r
+            k += 1
+    kc = 0
+    for c in range(n):
+        if cols >> c & 1:
+            index[k + kc] = c
+            kc += 1
+    if k == 0 or kc != k:
+        return np.nan
+    row_idx = index[:k]
+    col_idx = index[k : 2 * k]
+    v = _equalizer(A, row_idx, col_idx, k, False, T, y)
+    if not np.isfinite(v):
+        return np.nan
+    w = _equalizer(A, col_idx, row_idx, k, True, T, x)
+    if not np.isfinite(w):
+        return np.nan
+    scale = 1.0
+    for r in range(m):
+        for c in range(n):
+            scale = max(scale, abs(A[r, c]))
+    for r in range(m):
+        if x[r] < 0.0:
+            return np.nan
+    for c in range(n):
+        if y[c] < 0.0:
+            return np.nan
+    value = 0.5 * (v + w)
+    if max_regret(A, x, y, value) > _CERT_ABS * scale:
+        return np.nan
+    return value
+
+
+@numba.njit(cache=True)
+def support_masks(x, y):
+    """(rows, cols): bit masks of the actions x and y play."""
+    rows = 0
+    cols = 0
+    for r in range(x.shape[0]):
+        if x[r] > 0.0:
+            rows |= 1 << r
+    for c in range(y.shape[0]):
+        if y[c] > 0.0:
+            cols |= 1 << c
+    return rows, cols
