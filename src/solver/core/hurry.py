@@ -52,6 +52,7 @@ from .components import predecessors_among, scc_from_csr, successor_csr
 from .graph import GameGraph, segment_positions
 from .shapley import max_cells, stage_matrix_kernel
 from .stage import (
+    MOOT_MARGIN,
     col_guarantee,
     make_workspace,
     matrix_game_kernel_ws,
@@ -240,7 +241,11 @@ def _improve_state(
     only find it again; a strategy within `SAME_POINT` of it, weight by
     weight, counts as it. (Holding the value solve's strategy further from
     it, a state keeps its LP: that strategy may be optimal in A only to
-    within the switching rule's 1e-12.)"""
+    within the switching rule's 1e-12.) Where that strategy is clear of the
+    side's other actions by `MOOT_MARGIN`, the first visit skips the LP too,
+    as the value solve's tie-break does (where the side's optimal strategy
+    is unique at all, about half the states of the printed board's largest
+    parts at health 1)."""
     m = row_ptr[i + 1] - row_ptr[i]
     n = col_ptr[i + 1] - col_ptr[i]
     own = m if row_side else n
@@ -263,9 +268,13 @@ def _improve_state(
             if lone[i] == UNSEEN:
                 v = matrix_game_kernel_ws(a, x, y, T, basis)
                 caps[i] = tiebreak_cap(a, v, 0.0, row_side, x, y)
-                k = tiebreak_side_ws(a, b, caps[i], row_side, out, T, basis)
-                unique = k < 0 and only_optimal_strategy(a, v, x, y, row_side)
-                lone[i] = k if k >= 0 else NEEDS_LP
+                if only_optimal_strategy(a, v, x, y, row_side, MOOT_MARGIN):
+                    unique = True  # the tie-break LP could only find `out` again, within round-off
+                    lone[i] = NEEDS_LP
+                else:
+                    k = tiebreak_side_ws(a, b, caps[i], row_side, out, T, basis)
+                    unique = k < 0 and only_optimal_strategy(a, v, x, y, row_side)
+                    lone[i] = k if k >= 0 else NEEDS_LP
             elif lone[i] >= 0:
                 out[:] = 0.0
                 out[lone[i]] = 1.0
