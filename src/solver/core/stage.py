@@ -59,6 +59,8 @@ __all__ = [
     "solve_matrix_game_lp",
     "solve_matrix_game_tiebreak",
     "solve_matrix_game_tiebreak_lp",
+    "support_game_value_ws",
+    "support_masks",
 ]
 
 MAX_DIM = 16
@@ -952,26 +954,6 @@ def matrix_game_tiebreak_kernel(
     return v, x, y
 
 
-# --------------------------------------------------------------------------
-# Python-facing wrappers
-# --------------------------------------------------------------------------
-
-
-def solve_matrix_game(A: ArrayLike) -> MatrixGameSolution:
-    """Value and optimal strategies of A, via the compiled kernel."""
-    v, x, y = matrix_game_kernel(_as_matrix(A))
-    return MatrixGameSolution(float(v), x, y)
-
-
-def solve_matrix_game_tiebreak(A: ArrayLike, B: ArrayLike, tol: float = 1e-12) -> MatrixGameSolution:
-    """Compiled `solve_matrix_game_tiebreak_lp`: value(A) and B-best A-optimal strategies."""
-    MA, MB = _as_matrix(A, "A"), _as_matrix(B, "B")
-    if MA.shape != MB.shape:
-        raise ValueError(f"A and B differ in shape: {MA.shape} vs {MB.shape}")
-    v, x, y = matrix_game_tiebreak_kernel(MA, MB, float(tol))
-    return MatrixGameSolution(float(v), x, y)
-
-
 @numba.njit(cache=True)
 def _equalizer(A, first, second, k, transpose, T, out):
     """Into out (zeros elsewhere): the strategy on the actions `second` (k of
@@ -1075,3 +1057,24 @@ def support_masks(x, y):
         if y[c] > 0.0:
             cols |= 1 << c
     return rows, cols
+
+
+# --------------------------------------------------------------------------
+# Python-facing wrappers
+# --------------------------------------------------------------------------
+
+
+def solve_matrix_game(A: ArrayLike) -> MatrixGameSolution:
+    """Value and optimal strategies of A, via the compiled kernel."""
+    v, x, y = matrix_game_kernel(_as_matrix(A))
+    return MatrixGameSolution(float(v), x, y)
+
+
+def solve_matrix_game_tiebreak(A: ArrayLike, B: ArrayLike, tol: float = 1e-12) -> MatrixGameSolution:
+    """Compiled `solve_matrix_game_tiebreak_lp`: value(A) and B-best A-optimal strategies."""
+    MA, MB = _as_matrix(A, "A"), _as_matrix(B, "B")
+    if MA.shape != MB.shape:
+        raise ValueError(f"A and B differ in shape: {MA.shape} vs {MB.shape}")
+    v, x, y = matrix_game_tiebreak_kernel(MA, MB, float(tol))
+    return MatrixGameSolution(float(v), x, y)
+
