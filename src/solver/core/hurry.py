@@ -241,11 +241,11 @@ def _improve_state(
     only find it again; a strategy within `SAME_POINT` of it, weight by
     weight, counts as it. (Holding the value solve's strategy further from
     it, a state keeps its LP: that strategy may be optimal in A only to
-    within the switching rule's 1e-12.) Where that strategy is clear of the
-    side's other actions by `MOOT_MARGIN`, the first visit skips the LP too,
-    as the value solve's tie-break does (where the side's optimal strategy
-    is unique at all, about half the states of the printed board's largest
-    parts at health 1)."""
+    within the switching rule's 1e-12.) Where that strategy is also clear of
+    the side's other actions by `MOOT_MARGIN`, the first visit does not run
+    the LP either, as the value solve's tie-break does not. (The side's
+    optimal strategy is unique at about half the states of the printed
+    board's largest parts at health 1.)"""
     m = row_ptr[i + 1] - row_ptr[i]
     n = col_ptr[i + 1] - col_ptr[i]
     own = m if row_side else n
