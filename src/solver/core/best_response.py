@@ -304,8 +304,9 @@ def _improve(G, cs, resp_is_row, fixed_w, sign, w_u, in_k, X, choice, stall, res
     anywhere in the component (`_record_drift`). No option's Q can have moved
     by more than the drift, so a state whose lead exceeds twice its drift
     cannot switch: it is skipped, and the sweep makes the very switches of a
-    full one. (In best responses to hurried play's buzzer game, two states in
-    three are skipped after the first sweep, on the printed board at health 1.)"""
+    full one. (In best responses to hurried play's buzzer game on the printed
+    board at health 1, about half the states are skipped after the first
+    sweep: from none to 98% by iteration.)"""
     changes = 0
     for j in range(cs.shape[0]):
         if lead[j] > 2.0 * drift[j] + _LEAD_ROUNDING:
