@@ -52,13 +52,13 @@ from .components import predecessors_among, scc_from_csr, successor_csr
 from .graph import GameGraph, segment_positions
 from .shapley import max_cells, stage_matrix_kernel
 from .stage import (
-    MOOT_MARGIN,
     col_guarantee,
     make_workspace,
     matrix_game_kernel_ws,
     only_optimal_strategy,
     row_guarantee,
     tiebreak_cap,
+    tiebreak_is_moot,
     tiebreak_lp_ws,
     tiebreak_side_ws,
 )
@@ -242,7 +242,7 @@ def _improve_state(
     weight, counts as it. (Holding the value solve's strategy further from
     it, a state keeps its LP: that strategy may be optimal in A only to
     within the switching rule's 1e-12.) Where that strategy is also clear of
-    the side's other actions by `MOOT_MARGIN`, the first visit does not run
+    the side's other actions (`tiebreak_is_moot`), the first visit does not run
     the LP either, as the value solve's tie-break does not. (The side's
     optimal strategy is unique at about half the states of the printed
     board's largest parts at health 1.)"""
@@ -268,7 +268,7 @@ def _improve_state(
             if lone[i] == UNSEEN:
                 v = matrix_game_kernel_ws(a, x, y, T, basis)
                 caps[i] = tiebreak_cap(a, v, 0.0, row_side, x, y)
-                if only_optimal_strategy(a, v, x, y, row_side, MOOT_MARGIN):
+                if tiebreak_is_moot(a, v, x, y, row_side, 0.0):
                     unique = True  # the tie-break LP could only find `out` again, within round-off
                     lone[i] = NEEDS_LP
                 else:

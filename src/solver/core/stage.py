@@ -50,6 +50,7 @@ __all__ = [
     "matrix_game_tiebreak_kernel",
     "matrix_game_tiebreak_kernel_ws",
     "tiebreak_cap",
+    "tiebreak_is_moot",
     "tiebreak_lp_ws",
     "tiebreak_side_ws",
     "max_regret",
@@ -827,6 +828,15 @@ def only_optimal_strategy(
 
 
 @numba.njit(cache=True)
+def tiebreak_is_moot(A: np.ndarray, v: float, x: np.ndarray, y: np.ndarray, row_side: bool, tol: float) -> bool:
+    """Whether a side's tie-break keeping A's value `v` within `tol` has nothing
+    to choose: its optimal strategy is unique and clear of its other actions by
+    `MOOT_MARGIN`, and tol is small enough that the tie-break could move it by
+    `MOOT_WEIGHT` at most. The strategy `x` (`y`) then stands as it is."""
+    return tol <= MOOT_WEIGHT * MOOT_MARGIN and only_optimal_strategy(A, v, x, y, row_side, MOOT_MARGIN)
+
+
+@numba.njit(cache=True)
 def _only_feasible(A, strategy, cap, row_side):
     """Whether the pure `strategy` is the only one of its player that keeps `cap`
     in A (P1: x^T A >= cap; P2: A y <= cap), so that no tie-break can pick another.
@@ -900,7 +910,7 @@ def matrix_game_tiebreak_kernel_ws(
         row_side = side == 1
         if not sides & (1 if row_side else 2):
             continue
-        if tol <= MOOT_WEIGHT * MOOT_MARGIN and only_optimal_strategy(A, v, x, y, row_side, MOOT_MARGIN):
+        if tiebreak_is_moot(A, v, x, y, row_side, tol):
             continue  # one optimal strategy, clear of the rest: the tie-break has nothing to choose
         tiebreak_side_ws(A, B, tiebreak_cap(A, v, tol, row_side, x, y), row_side, x if row_side else y, T, basis)
     return v
@@ -1029,16 +1039,16 @@ def support_game_value_ws(A, rows, cols, x, y, T, index):
     w = _equalizer(A, col_idx, row_idx, k, True, T, x)
     if not np.isfinite(w):
         return np.nan
-    scale = 1.0
-    for r in range(m):
-        for c in range(n):
-            scale = max(scale, abs(A[r, c]))
     for r in range(m):
         if x[r] < 0.0:
             return np.nan
     for c in range(n):
         if y[c] < 0.0:
             return np.nan
+    scale = 1.0
+    for r in range(m):
+        for c in range(n):
+            scale = max(scale, abs(A[r, c]))
     value = 0.5 * (v + w)
     if max_regret(A, x, y, value) > _CERT_ABS * scale:
         return np.nan
