@@ -97,6 +97,21 @@ def test_one_pass_in_small_chunks_equals_the_separate_paths(table):
     assert_one_pass_equals_the_separate_paths(*table, chunk=37)
 
 
+@pytest.mark.parametrize("chunk", [37, 1 << 16])
+def test_play_followed_on_two_processes_keeps_what_one_keeps_to_the_last_bit(table, chunk):
+    # chunk 37: the workers are started and chunks go out before a turn is done; 1 << 16: play
+    # never outgrows one chunk, and is followed here alone.
+    game, result, code = table
+    alone = follow_play(game, result, code, draw_sums_of(game, result), chunk=chunk)
+    shared = follow_play(game, result, code, draw_sums_of(game, result), chunk=chunk, workers=2)
+    assert np.array_equal(shared.play.states, alone.play.states) and shared.play.start == alone.play.start
+    assert_same_chain(shared.chain, alone.chain)
+    for mine, reference in zip(shared.choices, alone.choices):
+        for name in ("ptr", "actions", "weights"):
+            assert np.array_equal(getattr(mine, name), getattr(reference, name)), name
+    assert np.array_equal(shared.gathered_at, alone.gathered_at) and np.array_equal(shared.gathered, alone.gathered)
+
+
 @pytest.mark.slow
 def test_one_pass_equals_the_separate_paths_on_a_full_small_board():
     assert_one_pass_equals_the_separate_paths(*solved(["board=S*M", "health=1"]))

@@ -32,6 +32,7 @@ from rules.charge_spark.game import ChargeSparkGame
 from ..core.chain import PlayChain, chain_of_play, play_chain
 from ..core.graph import GameGraph, index_type
 from ..core.play import FollowedPlay, Play, PlayedChunk, follow_play
+from ..core.resources import usable_cores
 from ..core.result import STANDOFF_DEPENDENCE, SolveResult
 from ..core.table_file import DamagedTableError
 from ..core.table_reader import TableReader
@@ -422,13 +423,17 @@ def length_and_stalls(
     return LengthAndStalls(figures, tuple(stalls(stall, min_share)), int(play.states.size))
 
 
-def followed_length_and_stalls(game: ChargeSparkGame, result: SolveResult, code: int) -> LengthAndStalls:
+def followed_length_and_stalls(
+    game: ChargeSparkGame, result: SolveResult, code: int, workers: int | None = None,
+) -> LengthAndStalls:
     """`length_and_stalls` from the state coded `code`, play followed once
     (`follow_play`): each reached state expanded once and its strategies read
     once, where `play_from` expands it twice and builds a labelled graph.
     Measured at the printed rules (20.7 million states reached): 5.4 GB at
-    the peak, from 10.5 (docs/performance.md)."""
-    followed = follow_play(game, result, code, smallest_in_chunk, keep_choices=False)
+    the peak, from 10.5 (docs/performance.md). `workers`: the processes play
+    is followed on (default: every core this process may use)."""
+    followed = follow_play(game, result, code, smallest_in_chunk, keep_choices=False,
+                           workers=usable_cores() if workers is None else workers)
     # Every state's smallest probability is positive: gathered for all of them, in play's order.
     stall = stall_chain_of_play(followed, result, followed.gathered)
     play = followed.play

@@ -9,8 +9,11 @@ expanding the states again."""
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Callable
+from concurrent import futures
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -215,26 +218,32 @@ class FollowedPlay:
 def follow_play(
     game: StochasticGame, result: SolveResult, start: int,
     per_chunk: Callable[[PlayedChunk], np.ndarray] | None = None, chunk: int = FOLLOWED_CHUNK,
-    keep_choices: bool = True,
+    keep_choices: bool = True, workers: int = 1,
 ) -> FollowedPlay:
     """`play_from`, each reached state expanded once (breadth first, chunk by
     chunk of the frontier): the chain of play, both seats' strategies there
     (unless not `keep_choices`: a third of what play keeps), and
     `per_chunk`'s rows (one a state of the chunk, those not all zeros kept)
     for any further figure read from the expansion. `play_from` expands each
-    state twice, and an analysis reading the expansion would expand it again."""
+    state twice, and an analysis reading the expansion would expand it again.
+
+    With `workers` > 1, chunks of the states found are expanded on that many
+    forked processes (`_reached_on_workers`), each sending back only what play
+    keeps of its chunk (`KeptChunk`): the answer is the same to the last bit.
+    On two cores, following play from the start at health 2 (2.45 million
+    states reached) took 9.1-9.3 s instead of 13.7-15.7 s."""
     kept = _Kept(result.num_states, len(game.terminal_payoff), per_chunk, keep_choices)
+    following = _Following(game, result, kept.span, kept.terminals, kept.at, per_chunk, keep_choices)
 
     def successors(index: np.ndarray) -> np.ndarray:
-        part = _played_chunk(game, result, index)
-        kept.add(part)
-        result.release_mapped_pages()  # a stored table's pages this chunk read: kept is what play needs
-        successors = part.successors
-        del part
-        trim_heap()  # the chunk's temporaries, freed among what is kept: holes that would stay resident
-        return successors
+        piece, nxt = _followed_chunk(following, index)
+        kept.append(piece)
+        return nxt
 
-    reached = reached_breadth_first(result.num_states, result.index_of(start), successors, chunk)
+    if workers > 1:
+        reached = _reached_on_workers(following, kept, result.index_of(start), chunk, workers)
+    else:
+        reached = reached_breadth_first(result.num_states, result.index_of(start), successors, chunk)
     followed = kept.in_table_order(game, result, reached, start)
     del reached  # what kept held was let go as it was placed
     result.release_mapped_pages()
@@ -257,6 +266,144 @@ def _played_chunk(game: StochasticGame, result: SolveResult, index: np.ndarray) 
     return PlayedChunk(codes, index, expansion, row_w, col_w, weight, successors, slot)
 
 
+@dataclass(frozen=True, eq=False)
+class KeptChunk:
+    """What `follow_play` keeps of one chunk of the states play reaches (`kept_of`)."""
+
+    index: np.ndarray  # the chunk's table indices
+    ending: np.ndarray  # per state: its probability of ending this turn
+    edges: tuple[np.ndarray, np.ndarray, np.ndarray]  # per state its count of edges; their targets (table indices), probabilities
+    seats: tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]] | None  # each seat's `_support`, where kept
+    gathered_at: np.ndarray | None  # the table indices whose `per_chunk` row is not all zeros ...
+    gathered: np.ndarray | None  # ... and those rows
+
+
+def kept_of(
+    part: PlayedChunk, span: int, terminals: int, at: np.dtype, per_chunk: Callable[[PlayedChunk], np.ndarray] | None,
+    keep_choices: bool,
+) -> KeptChunk:
+    """What play keeps of an expanded chunk: each state's moves to a state merged
+    by where they lead, its probability of ending this turn, both seats' support
+    (with `keep_choices`), `per_chunk`'s rows that are not all zeros. `span`: the
+    table's states and `terminals` (terminal outcomes) together; `at`: the type
+    of table indices."""
+    e, size = part.expansion, part.codes.size
+    kept = np.flatnonzero(part.weight > 0)
+    target = np.asarray(e["out_next"][kept], np.int64)
+    live = target >= 0
+    target[live] = part.successors[part.slot[kept[live]]]
+    source = cells_and_states_of(e, kept)[1]
+    # One entry per (state, where it leads), as `play_from` merges them: terminals sort first.
+    merged, slot = np.unique(source * span + (target + terminals), return_inverse=True)
+    del source, target, live
+    prob = np.bincount(slot, weights=part.weight[kept], minlength=merged.size)
+    del slot
+    state, target = merged // span, merged % span - terminals
+    del merged
+    ending = _ending(state, target, prob, size, terminals)
+    live = target >= 0
+    edges = (np.bincount(state[live], minlength=size).astype(np.int32), target[live].astype(at), prob[live])
+    seats = None
+    if keep_choices:
+        row, col = (_support(np.asarray(e[f"{side}_count"], np.int64), e[f"{side}_actions"], weights)
+                    for side, weights in (("row", part.row_weights), ("col", part.col_weights)))
+        seats = (row, col)
+    if per_chunk is None:
+        return KeptChunk(part.index.astype(at), ending, edges, seats, None, None)
+    rows = np.asarray(per_chunk(part))
+    some = rows.reshape(size, -1).any(axis=1)  # most states draw nothing, say: only the others kept
+    return KeptChunk(part.index.astype(at), ending, edges, seats, part.index[some].astype(at), rows[some])
+
+
+def _ending(state: np.ndarray, target: np.ndarray, prob: np.ndarray, size: int, terminals: int) -> np.ndarray:
+    """Each state's probability of ending this turn, summed terminal by
+    terminal in their order: as `chain.chain_of_play` sums a graph's, to the last bit."""
+    ending = np.zeros(size)
+    for t in range(terminals):
+        ends = target == -1 - t
+        ending += np.bincount(state[ends], weights=prob[ends], minlength=size)
+    return ending
+
+
+@dataclass(frozen=True, eq=False)
+class _Following:
+    """What expanding a chunk of play needs: the arguments of `_played_chunk` and `kept_of`."""
+
+    game: Any
+    result: SolveResult
+    span: int
+    terminals: int
+    at: np.dtype
+    per_chunk: Callable[[PlayedChunk], np.ndarray] | None
+    keep_choices: bool
+
+
+def _followed_chunk(following: _Following, index: np.ndarray) -> tuple[KeptChunk, np.ndarray]:
+    """(what play keeps of the chunk of table indices `index`, the sorted indices it leads to)."""
+    f = following
+    part = _played_chunk(f.game, f.result, index)
+    piece = kept_of(part, f.span, f.terminals, f.at, f.per_chunk, f.keep_choices)
+    f.result.release_mapped_pages()  # a stored table's pages this chunk read: kept is what play needs
+    successors = part.successors
+    del part
+    trim_heap()  # the chunk's temporaries, freed among what is kept: holes that would stay resident
+    return piece, successors
+
+
+_FOLLOWING: _Following | None = None  # what the forked workers of `follow_play` inherit (a closure does not pickle)
+
+
+def _followed_chunk_forked(index: np.ndarray) -> tuple[KeptChunk, np.ndarray]:
+    assert _FOLLOWING is not None  # set before the workers were forked
+    return _followed_chunk(_FOLLOWING, index)
+
+
+def _reached_on_workers(following: _Following, kept: _Kept, start: int, chunk: int, workers: int) -> np.ndarray:
+    """`reached_breadth_first` for `follow_play`, its chunks expanded on `workers`
+    forked processes, what each keeps appended to `kept`. Not turn by turn: a
+    chunk goes out as soon as a worker is free, of the states found and not yet
+    sent (in the table's order, for the pages they share), so that no worker
+    waits for a turn's last chunk. Play keeps the same either way: each state
+    is expanded once, whatever chunk it is in, and `_Kept.in_table_order`
+    places every state's figures by its index."""
+    global _FOLLOWING
+    reached = np.zeros(following.result.num_states, bool)
+    reached[start] = True
+    waiting = [np.array([start], np.int64)]  # found, not yet sent
+    # Here while a chunk holds every state found: the workers are forked with the kernels loaded,
+    # and small games' play never starts them.
+    while waiting and sum(found.size for found in waiting) <= chunk:
+        piece, nxt = _followed_chunk(following, np.sort(np.concatenate(waiting)))
+        kept.append(piece)
+        waiting = [nxt[~reached[nxt]]]
+        reached[waiting[0]] = True
+        waiting = [found for found in waiting if found.size]
+    if not waiting:
+        return reached
+    _FOLLOWING = following  # before the fork: the workers inherit it
+    try:
+        with futures.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            running: set[futures.Future] = set()
+            while waiting or running:
+                if waiting and len(running) < 2 * workers:  # one chunk queued behind each worker's
+                    found = np.sort(np.concatenate(waiting))
+                    room = (2 * workers - len(running)) * chunk
+                    waiting = [found[room:]] if found.size > room else []
+                    for lo in range(0, min(found.size, room), chunk):
+                        running.add(pool.submit(_followed_chunk_forked, found[lo : lo + chunk]))
+                done, running = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+                for future in done:
+                    piece, nxt = future.result()
+                    kept.append(piece)
+                    nxt = nxt[~reached[nxt]]
+                    reached[nxt] = True
+                    if nxt.size:
+                        waiting.append(nxt)
+    finally:
+        _FOLLOWING = None
+    return reached
+
+
 class _Kept:
     """What `follow_play` keeps of each `PlayedChunk`, its states in the order
     followed: each state's moves to a state merged by where they lead
@@ -276,45 +423,18 @@ class _Kept:
         self.gathered_at: list[np.ndarray] = []  # table indices
         self.gathered: list[np.ndarray] = []
 
-    def add(self, part: PlayedChunk) -> None:
-        e, size = part.expansion, part.codes.size
-        kept = np.flatnonzero(part.weight > 0)
-        target = np.asarray(e["out_next"][kept], np.int64)
-        live = target >= 0
-        target[live] = part.successors[part.slot[kept[live]]]
-        source = cells_and_states_of(e, kept)[1]
-        # One entry per (state, where it leads), as `play_from` merges them: terminals sort first.
-        merged, slot = np.unique(source * self.span + (target + self.terminals), return_inverse=True)
-        del source, target, live
-        prob = np.bincount(slot, weights=part.weight[kept], minlength=merged.size)
-        del slot
-        state, target = merged // self.span, merged % self.span - self.terminals
-        del merged
-        self.index.append(part.index.astype(self.at))
-        self._add_ending(state, target, prob, size)
-        live = target >= 0
-        counts, targets, probs = self.edges
-        counts.append(np.bincount(state[live], minlength=size).astype(np.int32))
-        targets.append(target[live].astype(self.at))
-        probs.append(prob[live])
-        for fields, side, weights in zip(self.seats or (), ("row", "col"), (part.row_weights, part.col_weights)):
-            for field, value in zip(fields, _support(np.asarray(e[f"{side}_count"], np.int64),
-                                                     e[f"{side}_actions"], weights)):
+    def append(self, piece: KeptChunk) -> None:
+        """Keep what play needs of one chunk (`kept_of`)."""
+        self.index.append(piece.index)
+        self.ending.append(piece.ending)
+        for field, value in zip(self.edges, piece.edges):
+            field.append(value)
+        for fields, values in zip(self.seats or (), piece.seats or ()):
+            for field, value in zip(fields, values):
                 field.append(value)
-        if self.per_chunk is not None:
-            rows = np.asarray(self.per_chunk(part))
-            some = rows.reshape(size, -1).any(axis=1)  # most states draw nothing, say: only the others kept
-            self.gathered_at.append(part.index[some].astype(self.at))
-            self.gathered.append(rows[some])
-
-    def _add_ending(self, state: np.ndarray, target: np.ndarray, prob: np.ndarray, size: int) -> None:
-        """Each state's probability of ending this turn, summed terminal by
-        terminal in their order: as `chain.chain_of_play` sums a graph's, to the last bit."""
-        ending = np.zeros(size)
-        for t in range(self.terminals):
-            ends = target == -1 - t
-            ending += np.bincount(state[ends], weights=prob[ends], minlength=size)
-        self.ending.append(ending)
+        if piece.gathered_at is not None and piece.gathered is not None:
+            self.gathered_at.append(piece.gathered_at)
+            self.gathered.append(piece.gathered)
 
     def _gathered_in_order(self, position: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """The `per_chunk` rows kept, in the order of their states among the
