@@ -493,11 +493,13 @@ class _Parts:
     def followed(self) -> FollowedPlay:
         """Play under the table's strategies from the start, followed once: a
         chain over the states it reaches, both seats' strategies there and what
-        the draw values sum (`follow_play`)."""
+        the draw values sum (`follow_play`, on every core: the further solves
+        start only after play is let go)."""
         if self._followed is None:
             result = self.table.result
             self._followed = self.timed(
-                "play", lambda: follow_play(self.game, result, self.table.start, draw_sums_of(self.game, result)),
+                "play", lambda: follow_play(self.game, result, self.table.start, draw_sums_of(self.game, result),
+                                            workers=usable_cores()),
                 lambda followed: int(followed.play.states.size))
             self.log(f"optimal play reaches {self.play.states.size:,} of the table's {result.num_states:,} states")
         return self._followed
