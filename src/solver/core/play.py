@@ -361,11 +361,11 @@ def _followed_chunk_forked(index: np.ndarray) -> tuple[KeptChunk, np.ndarray]:
 def _reached_on_workers(following: _Following, kept: _Kept, start: int, chunk: int, workers: int) -> np.ndarray:
     """`reached_breadth_first` for `follow_play`, its chunks expanded on `workers`
     forked processes, what each keeps appended to `kept`. Not turn by turn: a
-    chunk goes out as soon as a worker is free, of the states found and not yet
-    sent (in the table's order, for the pages they share), so that no worker
-    waits for a turn's last chunk. Play keeps the same either way: each state
-    is expanded once, whatever chunk it is in, and `_Kept.in_table_order`
-    places every state's figures by its index."""
+    chunk goes out as soon as a worker is free, of the states found longest
+    ago and not yet sent (sorted, for the table's pages they share), so that
+    no worker waits for a turn's last chunk. Play keeps the same either way:
+    each state is expanded once, whatever chunk it is in, and
+    `_Kept.in_table_order` places every state's figures by its index."""
     global _FOLLOWING
     reached = np.zeros(following.result.num_states, bool)
     reached[start] = True
@@ -385,12 +385,8 @@ def _reached_on_workers(following: _Following, kept: _Kept, start: int, chunk: i
         with futures.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
             running: set[futures.Future] = set()
             while waiting or running:
-                if waiting and len(running) < 2 * workers:  # one chunk queued behind each worker's
-                    found = np.sort(np.concatenate(waiting))
-                    room = (2 * workers - len(running)) * chunk
-                    waiting = [found[room:]] if found.size > room else []
-                    for lo in range(0, min(found.size, room), chunk):
-                        running.add(pool.submit(_followed_chunk_forked, found[lo : lo + chunk]))
+                while waiting and len(running) < 2 * workers:  # one chunk queued behind each worker's
+                    running.add(pool.submit(_followed_chunk_forked, _next_chunk(waiting, chunk)))
                 done, running = futures.wait(running, return_when=futures.FIRST_COMPLETED)
                 for future in done:
                     piece, nxt = future.result()
@@ -402,6 +398,21 @@ def _reached_on_workers(following: _Following, kept: _Kept, start: int, chunk: i
     finally:
         _FOLLOWING = None
     return reached
+
+
+def _next_chunk(waiting: list[np.ndarray], chunk: int) -> np.ndarray:
+    """Up to `chunk` states taken from the front of `waiting` (arrays of states
+    found, oldest first; emptied as taken), sorted. The sort is of one chunk,
+    not of everything waiting: at the printed rules a million states can wait."""
+    taken, size = [], 0
+    while waiting and size < chunk:
+        found = waiting.pop(0)
+        if size + found.size > chunk:
+            waiting.insert(0, found[chunk - size :])
+            found = found[: chunk - size]
+        taken.append(found)
+        size += found.size
+    return np.sort(np.concatenate(taken))
 
 
 class _Kept:
