@@ -3,9 +3,9 @@ states it reaches and kept as a Markov chain (`Play`): the start's length
 distribution, the chain's visits and the stalls are read from it. A table
 can be far larger than what optimal play visits, and its graph larger than
 memory, so play is followed chunk by chunk of the reached states.
-`follow_play` expands each reached state once and hands each chunk's
-expansion on, so that the analyses of play read it there rather than
-expanding the states again."""
+`follow_play` expands each reached state once (on several processes where
+asked) and hands each chunk's expansion on, so that the analyses of play
+read it there rather than expanding the states again."""
 
 from __future__ import annotations
 
@@ -416,8 +416,8 @@ def _next_chunk(waiting: list[np.ndarray], chunk: int) -> np.ndarray:
 
 
 class _Kept:
-    """What `follow_play` keeps of each `PlayedChunk`, its states in the order
-    followed: each state's moves to a state merged by where they lead
+    """What `follow_play` keeps of each chunk (`KeptChunk`, from `kept_of`), its
+    states in the order followed: each state's moves to a state merged by where they lead
     (successors as table indices), its probability of ending this turn, both
     seats' support, the `per_chunk` rows. Only the chain's edges are kept, not
     the terminal ones (a sixth of the outcomes at the printed rules): the
