@@ -104,3 +104,27 @@ def test_the_reports_hidden_part_off_a_terminal_says_where_it_stands(monkeypatch
     assert result.exit_code == 0, result.output
     lines = [line for line in result.stderr.splitlines() if line.startswith("charge-spark: hidden phases solved: ")]
     assert lines and all(" of " in line and ("left" in line or "not known" in line) for line in lines)
+
+
+def test_a_terminal_without_a_width_gets_lines_not_a_bar():
+    """A pseudo-terminal opened without a size has 0 columns, where tqdm draws
+    nothing: a long phase there would be silent, so it gets the lines."""
+    import fcntl
+    import os
+    import struct
+    import termios
+
+    from solver.core.progress import draws_bars
+
+    main, side = os.openpty()
+    try:
+        with os.fdopen(side, "w", closefd=False) as stream:
+            fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 0, 0, 0, 0))
+            assert stream.isatty() and not draws_bars(stream)
+            assert not PhaseProgress("solving", 10, stream=stream).terminal
+            fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+            assert draws_bars(stream) and PhaseProgress("solving", 10, stream=stream, shown=False).terminal
+        assert not draws_bars(io.StringIO())
+    finally:
+        os.close(main)
+        os.close(side)

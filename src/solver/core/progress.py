@@ -6,7 +6,9 @@ prints nothing. The application names the lines (`PROGRAM`)."""
 
 from __future__ import annotations
 
+import io
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -33,6 +35,18 @@ def rounded_duration(seconds: float) -> str:
     return f"about {math.ceil(seconds / 1800) / 2:g} h"
 
 
+def draws_bars(stream: TextIO) -> bool:
+    """Whether `stream` is a terminal a bar can be drawn on. A pseudo-terminal
+    opened without a size (`script`, some containers' `-t`) has 0 columns, and
+    tqdm draws nothing there: such a stream gets the lines a log gets."""
+    if not stream.isatty():
+        return False
+    try:
+        return os.get_terminal_size(stream.fileno()).columns > 0
+    except (OSError, ValueError, io.UnsupportedOperation):  # no size to be read: taken for a terminal
+        return True
+
+
 class PhaseProgress:
     """`update(done)` (or `advance(by)`) as a phase of `total` steps goes
     (None: not known ahead, as in an enumeration); `close()` at its end.
@@ -47,7 +61,7 @@ class PhaseProgress:
         self.every = LINE_EVERY if every is None else every
         self.shown = shown
         self.stream = stream if stream is not None else sys.stderr
-        self.terminal = self.stream.isatty() if terminal is None else terminal
+        self.terminal = draws_bars(self.stream) if terminal is None else terminal
         self.started = self.last_line = clock()
         self.bar = (tqdm(total=total, desc=label, file=self.stream, unit=unit, delay=delay)
                     if shown and self.terminal else None)
