@@ -241,7 +241,7 @@ def follow_play(
         return nxt
 
     if workers > 1:
-        reached = _reached_on_workers(following, kept, result.index_of(start), chunk, workers)
+        reached = _reached_on_workers(following, kept, successors, result.index_of(start), chunk, workers)
     else:
         reached = reached_breadth_first(result.num_states, result.index_of(start), successors, chunk)
     followed = kept.in_table_order(game, result, reached, start)
@@ -358,9 +358,14 @@ def _followed_chunk_forked(index: np.ndarray) -> tuple[KeptChunk, np.ndarray]:
     return _followed_chunk(_FOLLOWING, index)
 
 
-def _reached_on_workers(following: _Following, kept: _Kept, start: int, chunk: int, workers: int) -> np.ndarray:
+def _reached_on_workers(
+    following: _Following, kept: _Kept, successors: Callable[[np.ndarray], np.ndarray], start: int, chunk: int,
+    workers: int,
+) -> np.ndarray:
     """`reached_breadth_first` for `follow_play`, its chunks expanded on `workers`
-    forked processes, what each keeps appended to `kept`. Not turn by turn: a
+    forked processes, what each keeps appended to `kept` (here, `successors`
+    follows a chunk and keeps what it keeps, until a chunk holds every state
+    found). Not turn by turn: a
     chunk goes out as soon as a worker is free, of the states found longest
     ago and not yet sent (sorted, for the table's pages they share), so that
     no worker waits for a turn's last chunk. Play keeps the same either way:
@@ -373,8 +378,7 @@ def _reached_on_workers(following: _Following, kept: _Kept, start: int, chunk: i
     # Here while a chunk holds every state found: the workers are forked with the kernels loaded,
     # and small games' play never starts them.
     while waiting and sum(found.size for found in waiting) <= chunk:
-        piece, nxt = _followed_chunk(following, np.sort(np.concatenate(waiting)))
-        kept.append(piece)
+        nxt = successors(np.sort(np.concatenate(waiting)))
         waiting = [nxt[~reached[nxt]]]
         reached[waiting[0]] = True
         waiting = [found for found in waiting if found.size]

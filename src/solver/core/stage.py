@@ -1087,4 +1087,3 @@ def solve_matrix_game_tiebreak(A: ArrayLike, B: ArrayLike, tol: float = 1e-12) -
         raise ValueError(f"A and B differ in shape: {MA.shape} vs {MB.shape}")
     v, x, y = matrix_game_tiebreak_kernel(MA, MB, float(tol))
     return MatrixGameSolution(float(v), x, y)
-
