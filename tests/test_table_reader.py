@@ -271,3 +271,30 @@ def test_a_mapped_table_is_verified_without_staying_resident(stored):
     reader.mapped()
     for name in ("values", "row_strategy", "row_ptr", "terminal_probability"):
         assert resident_bytes(reader._arrays[name]) == 0, name
+
+
+@pytest.mark.parametrize("name, where", [("values", 0.5), ("row_strategy", 1.0), ("states", 0.0)])
+def test_damage_anywhere_is_found_when_the_blocks_are_checked_side_by_side(stored, name, where):
+    # Opening a table mapped checks every block, several at once (`table_file.hashing`):
+    # a flipped byte in the first, a middle or the last block of an array is still found.
+    path, key, game, root, result = stored
+    a = TableReader(path, key, TABLE_FORMAT)._arrays[name]
+    at = a.offset + min(int(where * a.nbytes), a.nbytes - 1)
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(DamagedTableError, match=f"checksum mismatch in {name}"):
+        TableReader(path, key, TABLE_FORMAT).mapped()
+
+
+def test_the_digests_written_are_those_of_each_block_in_order(stored):
+    # Hashed side by side while the file is written, listed as the blocks come.
+    from solver.core import table_file
+
+    path, key, game, root, result = stored
+    header = TableReader(path, key, TABLE_FORMAT).header
+    raw = np.ascontiguousarray(result.row_strategy).view(np.uint8)
+    size = table_file.BLOCK_BYTES
+    expected = [table_file.block_digest(raw[i : i + size]) for i in range(0, raw.size, size)]
+    assert len(expected) > 8 and header["blocks"]["row_strategy"] == expected
+    assert table_file.block_digests(result.row_strategy) == expected

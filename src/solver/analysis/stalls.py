@@ -490,8 +490,8 @@ def length_and_stalls_at(
     strategies this result does not hold). A damaged table is reported through
     `warn`; `log` hears when a long walk begins. Without `follow_play`, None
     for a stored table of `KEPT_STATES` or more that does not keep the
-    position's figures: opening it whole verifies every block (half a minute
-    at the printed rules), where the rest of a query reads a few."""
+    position's figures: opening it whole verifies every block (11-15 s at
+    the printed rules on two cores), where the rest of a query reads a few."""
     if edge:
         return None
     if table is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import struct
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,7 @@ from .table_file import (
     array_inconsistency,
     block_digest,
     checked_header,
+    hashing,
     result_from,
 )
 
@@ -167,17 +169,28 @@ class TableReader:
     def verified_arrays(self) -> dict[str, np.ndarray]:
         """Every array memory-mapped, each block verified now (once for a reader
         kept open), the pages let go behind the check."""
-        for name, a in self._arrays.items():
-            raw = a.reshape(-1).view(np.uint8) if a.size else np.empty(0, np.uint8)
-            digests = self.header["blocks"].get(name, [])
-            done = self._verified.get(name, set())  # a reader kept open checks each block once
-            if len(digests) != -(-raw.size // BLOCK_BYTES) or any(
-                not _block_matches(raw, i, digest) for i, digest in enumerate(digests) if i not in done
-            ):
-                raise DamagedTableError(f"{self.path}: checksum mismatch in {name} (the file was changed or damaged)")
-            self._verified[name] = set(range(len(digests)))
-            release_pages(a)
+        with hashing() as pool:  # blocks checked side by side: each is read and hashed alone
+            self._verify_all(pool)
         return dict(self._arrays)
+
+    def _verify_all(self, pool: ThreadPoolExecutor) -> None:
+        """`verified_arrays`' checks, the blocks hashed on `pool`; the first mismatch
+        ends them (the blocks not yet checked are dropped)."""
+        try:
+            for name, a in self._arrays.items():
+                raw = a.reshape(-1).view(np.uint8) if a.size else np.empty(0, np.uint8)
+                digests = self.header["blocks"].get(name, [])
+                done = self._verified.get(name, set())  # a reader kept open checks each block once
+                left = [i for i in range(len(digests)) if i not in done]
+                if len(digests) != -(-raw.size // BLOCK_BYTES) or not all(
+                    pool.map(lambda i: _block_matches(raw, i, digests[i]), left)  # noqa: B023 - used at once
+                ):
+                    raise DamagedTableError(f"{self.path}: checksum mismatch in {name} (the file was changed or damaged)")
+                self._verified[name] = set(range(len(digests)))
+                release_pages(a)
+        except DamagedTableError:
+            pool.shutdown(cancel_futures=True)
+            raise
 
     def index_of(self, code: int) -> int:
         """Index of the state `code`; KeyError if the table does not hold it."""
