@@ -159,3 +159,17 @@ def test_following_play_over_a_stored_table_keeps_none_of_its_pages(tmp_path, ta
     assert np.array_equal(followed.play.states, follow_play(game, result, code).play.states)
     for name in ("row_strategy", "col_strategy", "row_ptr", "col_ptr"):
         assert resident_bytes(getattr(mapped, name)) == 0, name
+
+
+def test_a_lookup_galloping_on_from_the_last_place_finds_what_a_binary_search_finds():
+    from solver.core.absorption import sorted_positions
+
+    rng = np.random.default_rng(5)
+    for size in (0, 1, 7, 1000, 100_000):
+        haystack = np.unique(rng.integers(0, 10 * size + 10, size))
+        present = rng.choice(haystack, min(haystack.size, 300)) if haystack.size else np.zeros(0, np.int64)
+        edges = [-1, 10 * size + 11] + ([haystack[0], haystack[-1], haystack[-1] + 1] if haystack.size else [])
+        needles = np.unique(np.concatenate([present, rng.integers(-5, 10 * size + 15, 300), edges]))
+        at = np.searchsorted(haystack, needles)
+        found = (at < haystack.size) & (haystack[np.minimum(at, max(haystack.size - 1, 0))] == needles if haystack.size else False)
+        np.testing.assert_array_equal(sorted_positions(haystack, needles), np.where(found, at, -1))

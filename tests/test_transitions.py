@@ -48,6 +48,27 @@ def test_compiled_transitions_match_resolve_turn(name):
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("name", VARIANTS)
+def test_expanding_only_the_cells_asked_gives_their_outcomes_and_none_elsewhere(name):
+    rules = VARIANTS[name]
+    game = ChargeSparkGame(rules)
+    states = reachable_states(game, [game.encode(initial_position(rules))])
+    sample = np.random.default_rng(8).choice(states, size=min(400, states.size), replace=False)
+    row_count, row_actions, col_count, col_actions, out_count, out_next, out_prob = fields(game.expand(sample))
+    cells = np.random.default_rng(9).random(out_count.size) < 0.3
+    got = fields(game.expand_cells(sample, cells))
+    np.testing.assert_array_equal(got[0], row_count)
+    np.testing.assert_array_equal(got[1], row_actions)
+    np.testing.assert_array_equal(got[2], col_count)
+    np.testing.assert_array_equal(got[3], col_actions)
+    np.testing.assert_array_equal(got[4], np.where(cells, out_count, 0))
+    kept = np.repeat(cells, out_count)  # each outcome of a cell asked for
+    np.testing.assert_array_equal(got[5], out_next[kept])
+    np.testing.assert_array_equal(got[6], out_prob[kept])
+    with pytest.raises(ValueError, match="cell flags"):
+        game.expand_cells(sample, cells[:-1])
+
+
 def test_reachable_set_matches_reference_enumeration():
     rules = VARIANTS["no-bonus"]
     root = [ChargeSparkGame(rules).encode(initial_position(rules))]

@@ -85,6 +85,15 @@ class ChargeSparkGame:
 
         return ExpansionArrays(*expand_codes(self.tables, codes))
 
+    def expand_cells(self, codes: np.ndarray, cells: np.ndarray) -> ExpansionArrays:
+        """`expand` with only the cells flagged in `cells` (one per pair of
+        cards, row-major per state, as `expand` lists them) resolved; the
+        others have no outcomes. Following play resolves only the pairs both
+        strategies play, about a quarter of them."""
+        from .transitions import expand_codes
+
+        return ExpansionArrays(*expand_codes(self.tables, codes, cells))
+
     def progress_rank(self, codes: np.ndarray) -> np.ndarray:
         """A number no turn ever lowers: Health lost and moves made by both
         players, then which bonus cards each owns (in hand or resting).

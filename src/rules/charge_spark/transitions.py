@@ -79,15 +79,17 @@ def _player_after(
 
 @numba.njit(cache=True)
 def _expand(
-    codes, fill, row_count, row_actions, col_count, col_actions, out_count, out_next, out_prob,
+    codes, fill, row_count, row_actions, col_count, col_actions, out_count, out_next, out_prob, resolve,
     radix, players, bonus_radix, bonus_total, kind_card, t, u,
 ):
     """Count (fill=False) or write (fill=True) the expansion of every state in codes.
 
     When counting, row_count/col_count get the action counts and out_count[i]
     the state's total outcomes; the return value is (actions1, actions2,
-    cells, outcomes) totals. The cell rules are written out in this one loop
-    (not in a called function) so the compiled code touches no reference counts.
+    cells, outcomes) totals. Where `resolve` is not empty (one flag per cell,
+    row-major per state), only its cells are resolved: the others have no
+    outcomes. The cell rules are written out in this one loop (not in a
+    called function) so the compiled code touches no reference counts.
     """
     (stride_array, kind_stride, card_kind, cost, gain, rest_card, battery_tiles, disc_tiles) = t
     (damage, cancel, rest_acts, star, moon, coin, _) = u
@@ -129,6 +131,10 @@ def _expand(
                 row_actions[rows + a] = card1
             e1 = card1 if card1 != 9 else rest_acts[d1[4]]
             for b in range(n):
+                if resolve.size and not resolve[cells + a * n + b]:
+                    if fill:
+                        out_count[cells + a * n + b] = 0
+                    continue
                 card2 = legal2[b]
                 e2 = card2 if card2 != 9 else rest_acts[d2[4]]
                 first = o
@@ -236,9 +242,12 @@ def table_args(t: TurnTables) -> tuple:
     return (t.radix, t.players, t.bonus_radix, t.bonus_total, t.kind_card, for_player, for_cell)
 
 
-def expand_codes(tables: TurnTables, codes: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(row_count, row_actions, col_count, col_actions, out_count, out_next, out_prob)."""
+def expand_codes(tables: TurnTables, codes: np.ndarray, cells: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """(row_count, row_actions, col_count, col_actions, out_count, out_next, out_prob);
+    with `cells` (a flag per cell, row-major per state), only those cells'
+    outcomes: the others have none."""
     codes = np.ascontiguousarray(codes, dtype=np.int64)
+    resolve = np.zeros(0, np.bool_) if cells is None else np.ascontiguousarray(cells, np.bool_)
     n = codes.shape[0]
     row_count = np.zeros(n, dtype=np.int64)
     col_count = np.zeros(n, dtype=np.int64)
@@ -246,16 +255,19 @@ def expand_codes(tables: TurnTables, codes: np.ndarray) -> tuple[np.ndarray, ...
     empty_i = np.zeros(0, dtype=np.int64)
     empty_f = np.zeros(0, dtype=np.float64)
     args = table_args(tables)
-    rows, cols, cells, outs = _expand(
-        codes, False, row_count, empty_i, col_count, empty_i, state_outs, empty_i, empty_f, *args
+    rows, cols, total_cells, outs = _expand(
+        codes, False, row_count, empty_i, col_count, empty_i, state_outs, empty_i, empty_f, resolve, *args
     )
-    row_actions = np.zeros(rows, dtype=np.int64)
-    col_actions = np.zeros(cols, dtype=np.int64)
-    out_count = np.zeros(cells, dtype=np.int64)
-    out_next = np.zeros(outs, dtype=np.int64)
-    out_prob = np.zeros(outs, dtype=np.float64)
+    if cells is not None and resolve.size != total_cells:
+        raise ValueError(f"{resolve.size} cell flags for {total_cells} cells")
+    # Every item is written by the second pass.
+    row_actions = np.empty(rows, dtype=np.int64)
+    col_actions = np.empty(cols, dtype=np.int64)
+    out_count = np.empty(total_cells, dtype=np.int64)
+    out_next = np.empty(outs, dtype=np.int64)
+    out_prob = np.empty(outs, dtype=np.float64)
     _expand(
         codes, True, row_count, row_actions, col_count, col_actions, out_count, out_next,
-        out_prob, *args,
+        out_prob, resolve, *args,
     )
     return row_count, row_actions, col_count, col_actions, out_count, out_next, out_prob

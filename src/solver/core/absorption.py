@@ -281,6 +281,118 @@ def outcome_weights(row_count, col_count, out_count, row_w, col_w, prob):
 
 
 @njit(cache=True)
+def merged_moves(row_count, col_count, out_count, weight, target, terminals):
+    """`core.play.kept_of`'s merge, compiled: per state of an expansion (cells
+    row-major per state), its outcomes of positive `weight` merged by
+    `target` (a table index, or -1 - k for terminal outcome k), each merged
+    weight summed in outcome order from zero, as `bincount` sums it. Returns
+    the probability of ending this turn (the terminals' merged weights added
+    in their order), each state's count of moves to a state, their targets
+    (ascending within a state) and probabilities."""
+    states = row_count.shape[0]
+    ending = np.zeros(states)
+    count = np.zeros(states, np.int32)
+    kept = 0
+    for o in range(weight.shape[0]):
+        if weight[o] > 0.0:
+            kept += 1
+    to = np.empty(kept, np.int64)
+    prob = np.empty(kept)
+    order = np.empty(kept, np.int64)  # a state's kept outcomes, sorted by target, then by position
+    by_terminal = np.zeros(terminals)
+    k = 0
+    o = 0
+    e = 0
+    for s in range(states):
+        first = o
+        for _ in range(row_count[s] * col_count[s]):
+            o += out_count[k]
+            k += 1
+        n = 0
+        for j in range(first, o):
+            if weight[j] > 0.0:
+                # Insertion by (target, position): equal targets keep their outcomes' order.
+                i = n
+                while i > 0 and target[order[i - 1]] > target[j]:
+                    order[i] = order[i - 1]
+                    i -= 1
+                order[i] = j
+                n += 1
+        i = 0
+        while i < n:
+            t = target[order[i]]
+            total = 0.0
+            while i < n and target[order[i]] == t:
+                total += weight[order[i]]
+                i += 1
+            if t < 0:
+                by_terminal[-1 - t] = total
+            else:
+                to[e] = t
+                prob[e] = total
+                e += 1
+                count[s] += 1
+        for t in range(terminals):
+            ending[s] += by_terminal[t]
+            by_terminal[t] = 0.0
+    return ending, count, to[:e], prob[:e]
+
+
+@njit(cache=True)
+def sorted_positions(haystack, needles):
+    """The position of each of `needles` (ascending, distinct) in `haystack`
+    (ascending), -1 where it is absent. Each search gallops on from where the
+    last one ended: following play looks up a chunk's successors in a table
+    of tens of millions of codes, where a search from the whole range misses
+    the cache at each of its last dozen steps (on the printed rules' table,
+    this took a third of numpy's `searchsorted` time)."""
+    out = np.empty(needles.shape[0], np.int64)
+    n = haystack.shape[0]
+    lo = 0
+    for i in range(needles.shape[0]):
+        x = needles[i]
+        hi = lo
+        step = 1
+        while hi < n and haystack[hi] < x:  # everything before lo is below x
+            lo = hi + 1
+            hi += step
+            step *= 2
+        hi = min(hi, n)
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if haystack[mid] < x:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = lo if lo < n and haystack[lo] == x else -1
+    return out
+
+
+@njit(cache=True)
+def played_cells(row_count, col_count, row_w, col_w):
+    """Per cell of each state (row-major per state): whether both its actions
+    have a positive weight under `row_w` and `col_w`."""
+    cells = 0
+    for s in range(row_count.shape[0]):
+        cells += row_count[s] * col_count[s]
+    out = np.zeros(cells, np.bool_)
+    k = 0
+    r0 = 0
+    c0 = 0
+    for s in range(row_count.shape[0]):
+        m = row_count[s]
+        n = col_count[s]
+        for r in range(m):
+            played = row_w[r0 + r] > 0.0
+            for c in range(n):
+                out[k] = played and col_w[c0 + c] > 0.0
+                k += 1
+        r0 += m
+        c0 += n
+    return out
+
+
+@njit(cache=True)
 def propagate_figures(ptr, idx, data, ending, start, max_turns, alive_below, sets, choice_ptr, choice_label,
                       choice_weight, labels):
     """The propagation of `chain.turn_by_turn` (its figures, from a chain's

@@ -104,9 +104,13 @@ def index_type(size: int) -> np.dtype[np.signedinteger]:
 
 def segment_positions(ptr: np.ndarray, states: np.ndarray) -> np.ndarray:
     """The indices ptr[s]:ptr[s + 1] of each s in `states`, joined in order."""
-    counts = ptr[states + 1] - ptr[states]
-    first = np.repeat(ptr[states] - (np.cumsum(counts) - counts), counts)
-    return first + np.arange(int(counts.sum()))
+    first = np.asarray(ptr[states])  # read once: `ptr` may be a mapped table's, read at random
+    return positions_in_segments(first, np.asarray(ptr[states + 1]) - first)
+
+
+def positions_in_segments(first: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The indices first[k]:first[k] + counts[k] for each k, joined in order."""
+    return np.repeat(first - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
 
 
 def reachable_states(
@@ -177,11 +181,15 @@ def sorted_contains(haystack: np.ndarray, needles: np.ndarray) -> np.ndarray:
     return haystack[at] == needles
 
 
+EXPANSION_FIELDS = ("row_count", "row_actions", "col_count", "col_actions", "out_count", "out_next", "out_prob")
+"""The arrays of a game's `Expansion`."""
+
+
 def expansion_of(game: StochasticGame, states: np.ndarray, chunk: int = 1 << 16) -> dict[str, np.ndarray]:
     """`game.expand` of `states`, in chunks, joined: one array per field."""
     parts = [game.expand(states[lo : lo + chunk]) for lo in range(0, states.size, chunk)]
-    fields = ("row_count", "row_actions", "col_count", "col_actions", "out_count", "out_next", "out_prob")
-    return {name: np.concatenate([np.asarray(getattr(p, name)) for p in parts]) for name in fields}
+    return {name: np.concatenate([np.asarray(getattr(p, name)) for p in parts]) for name in EXPANSION_FIELDS}
+
 
 
 def graph_of(game: StochasticGame, states: np.ndarray, expansion: dict[str, np.ndarray], out_next: np.ndarray) -> GameGraph:

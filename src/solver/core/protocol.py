@@ -58,6 +58,10 @@ class StochasticGame(Protocol):
         """The seat-swapped codes if the game is symmetric between seats, else None."""
         ...
 
+    # Optional, for following play (`solver.core.play.follow_play`):
+    #   expand_cells(codes, cells) -> Expansion: `expand` with only the cells
+    #       flagged in `cells` (a bool per cell, row-major per state) resolved,
+    #       the others without outcomes.
     # Optional, for a game solved rank by rank (`solver.core.layered`):
     #   progress_rank(codes) -> int64 array: a number no transition lowers.
     # and, with them, for a symmetric game to be solved folded by seat:

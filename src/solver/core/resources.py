@@ -42,6 +42,14 @@ MEMORY_SHARE = 0.9
 """A solve plans for this share of the memory available, leaving the rest to the system."""
 
 
+def processes_allowed(workers: int) -> int:
+    """`workers`, or 1 in a daemonic process (the explorer's solver), which
+    may start no process of its own: its work then stays in it."""
+    import multiprocessing
+
+    return 1 if multiprocessing.current_process().daemon else workers
+
+
 def usable_cores() -> int:
     """Cores this process may run on (a container's or taskset's limit included)."""
     try:
