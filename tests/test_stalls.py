@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import solver.analysis.component_visits as component_visits
 import solver.analysis.stalls as stalls_module
 from dict_game import LOSS, WIN, DictGame
 from solver.analysis.stalls import (
@@ -149,11 +150,9 @@ def test_a_closed_loop_play_may_enter_never_ends_and_the_others_share_the_rest()
     assert found[0].never_ends and not found[1].never_ends
 
 
-@pytest.mark.parametrize("direct, edge_chunk", [(10**9, 1 << 22), (3, 1 << 22), (10**9, 4)],
-                         ids=["direct", "iterative", "edges-by-ranges"])
-def test_shares_and_exits_agree_with_a_dense_inverse(monkeypatch, direct, edge_chunk):
-    monkeypatch.setattr(stalls_module, "DIRECT_STATES", direct)
-    monkeypatch.setattr(stalls_module, "EDGE_CHUNK", edge_chunk)  # loops cut across the ranges of states
+@pytest.mark.parametrize("direct", [10**9, 3], ids=["direct", "iterative"])
+def test_shares_and_exits_agree_with_a_dense_inverse(monkeypatch, direct):
+    monkeypatch.setattr(component_visits, "DIRECT_STATES", direct)
     rng = np.random.default_rng(21)
     # Blocks of 1 to 6 states in a row, each strongly connected (a cycle), edges forward between blocks.
     sizes = rng.integers(1, 7, size=20)
@@ -233,3 +232,49 @@ def test_play_is_followed_to_its_chain_with_no_graph_built(monkeypatch):
     start = game.encode(initial_position(rules))
     found = stalls_module.followed_length_and_stalls(game, solve_from(game, [start], show_progress=False), start)
     assert found.states > 0 and propagated == [1] and built == []
+
+
+def _small_followed_chain(workers: int, chunk: int):
+    from rules.charge_spark.config import RuleSet, apply_overrides
+    from rules.charge_spark.game import ChargeSparkGame
+    from rules.charge_spark.state import initial_position
+    from solver.core.play import follow_play
+
+    rules = apply_overrides(RuleSet(), ["board=S*M", "health=1", "battery_tiles=2", "disc_tiles=3"])
+    game = ChargeSparkGame(rules)
+    start = game.encode(initial_position(rules))
+    result = solve_from(game, [start], show_progress=False)
+    followed = follow_play(game, result, start, stalls_module.smallest_in_chunk, keep_choices=False, chunk=chunk,
+                           workers=workers)
+    return stalls_module.stall_chain_of_play(followed, result, followed.gathered)
+
+
+def test_the_stalls_found_beside_the_distribution_are_those_found_after_it(monkeypatch):
+    monkeypatch.setattr(stalls_module, "STALLS_APART_STATES", 0)  # a small chain's stalls on a process of their own
+    chain = _small_followed_chain(workers=1, chunk=1 << 14)
+    pmf, found = stalls_module.length_pmf_and_stalls(chain, 200, workers=2, min_share=0.0)
+    assert np.array_equal(pmf, stalls_module.length_pmf(chain, 200, 1))
+    assert found == stalls_module.stalls(chain, 0.0) and found
+
+
+def _followed_in_a_daemon(queue) -> None:
+    chain = _small_followed_chain(workers=2, chunk=37)
+    queue.put(stalls_module.length_pmf_and_stalls(chain, 200, workers=2, min_share=0.0))
+
+
+def test_a_daemonic_process_follows_play_and_finds_stalls_without_starting_processes(monkeypatch):
+    """The explorer solves in a daemonic process, which may start none: play is
+    followed and the stalls found there, on two workers asked for or not."""
+    import multiprocessing
+
+    monkeypatch.setattr(stalls_module, "STALLS_APART_STATES", 0)  # inherited by the fork
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    process = context.Process(target=_followed_in_a_daemon, args=(queue,), daemon=True)
+    process.start()
+    pmf, found = queue.get(timeout=300)
+    process.join(60)
+    assert process.exitcode == 0
+    chain = _small_followed_chain(workers=1, chunk=1 << 14)
+    assert np.array_equal(pmf, stalls_module.length_pmf(chain, 200, 1))
+    assert found == stalls_module.stalls(chain, 0.0) and found

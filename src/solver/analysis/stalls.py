@@ -4,11 +4,11 @@ solved table's strategies.
 A stall is a loop of the chain of play (a strongly connected component of
 more than one state, or of one state that can follow itself) in which games
 spend at least a given share of their expected length. Expected visits are
-exact: the chain (up to ~15 million states from the printed rules' start) is
+exact: the chain (up to ~16 million states from the printed rules' start) is
 split into components by scipy, and the visits are solved component by
 component in topological order, all components whose predecessors are done
-at once (Kahn's algorithm over the components), the loops among them in one
-sparse solve: no per-state Python loop.
+at once (Kahn's algorithm over the components, compiled in
+`component_visits`), the loops among them in one sparse solve.
 
 `length_and_stalls_at` answers a query. From a stored table the walk through
 play can take minutes, so what it finds there is kept in the results cache,
@@ -19,8 +19,9 @@ or reported.
 from __future__ import annotations
 
 import math
+import multiprocessing
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +34,7 @@ from rules.charge_spark.game import ChargeSparkGame
 from ..core.chain import PlayChain, chain_of_play, play_chain
 from ..core.graph import GameGraph, index_type
 from ..core.play import FollowedPlay, Play, PlayedChunk, follow_play
-from ..core.resources import usable_cores
+from ..core.resources import processes_allowed, usable_cores
 from ..core.result import STANDOFF_DEPENDENCE, SolveResult
 from ..core.table_file import DamagedTableError
 from ..core.table_reader import TableReader
@@ -69,14 +70,6 @@ KEPT_STATES = 1_000_000
 """Play from a position of a stored table that reaches at least this many states
 (the printed rules' start: ~15 million, minutes) is followed once: what it gives
 is kept in the results cache, and later queries read it there."""
-DIRECT_STATES = 2_000
-"""Loops of a frontier with at most this many states in all are solved directly, larger ones iteratively."""
-SOLVE_TOLERANCE = 1e-12
-"""Relative residual of an iterative solve of expected visits."""
-ITERATIONS = 300
-"""BiCGSTAB steps before a large system is solved directly after all (a loop play almost never leaves)."""
-EDGE_CHUNK = 1 << 22
-"""States whose edges are sorted into within and between loops at once (a few hundred MB of temporaries)."""
 
 
 @dataclass(frozen=True)
@@ -230,10 +223,12 @@ def stalls(chain: StallChain, min_share: float = MIN_SHARE) -> list[Stall]:
     largest share first."""
     from scipy.sparse.csgraph import connected_components
 
+    from .component_visits import ComponentVisits  # loads the compiler
+
     q = _positive(chain.transition)
     count, labels = connected_components(q, directed=True, connection="strong")
     labels = labels.astype(index_type(count))  # scipy's int32 kept: int64 would double every per-edge lookup
-    visits = _ComponentVisits(q, np.asarray(chain.ending, np.float64), int(chain.start), labels, count)
+    visits = ComponentVisits(q, np.asarray(chain.ending, np.float64), int(chain.start), labels, count)
     v, entered = visits.states, visits.entries
     size = np.bincount(labels, minlength=count)
     loops = (size > 1) | visits.looped
@@ -272,97 +267,6 @@ def _positive(transition: sp.spmatrix) -> sp.csr_matrix:
         q.data[q.data < 0] = 0.0
         q.eliminate_zeros()
     return q
-
-
-class _ComponentVisits:
-    """Expected visits of each state from `start` (solving (I - Q)^T v = e_start),
-    component by component: `states` (0 in closed components, where they are
-    infinite once entered), `entries` of each component (expected times play
-    comes into it, the start included), `inflow` of each state (entries there),
-    which components are `closed` (a loop play never leaves) and `looped`
-    (a state that can follow itself)."""
-
-    def __init__(self, q: sp.csr_matrix, ending: np.ndarray, start: int, labels: np.ndarray, count: int) -> None:
-        n = q.shape[0]
-        degree = np.diff(q.indptr)
-        within = np.empty(q.indices.size, bool)  # an edge within its component
-        self.looped = np.zeros(count, bool)
-        leaves = np.zeros(count, bool)
-        waiting = np.zeros(count, np.int64)  # edges from components not done yet
-        # By ranges of states: an array over every edge of play's chain would be a few GB at the printed rules.
-        for lo in range(0, n, EDGE_CHUNK):
-            hi = min(lo + EDGE_CHUNK, n)
-            rows = np.repeat(np.arange(lo, hi, dtype=index_type(n)), degree[lo:hi])
-            targets = q.indices[q.indptr[lo] : q.indptr[hi]]
-            source, target = labels[rows], labels[targets]
-            within[q.indptr[lo] : q.indptr[hi]] = inside = source == target
-            self.looped[source[rows == targets]] = True
-            leaves[source[~inside]] = True
-            waiting += np.bincount(target[~inside], minlength=count)
-            del rows, targets, source, target, inside
-        leaves[labels[ending > 0]] = True
-        size = np.bincount(labels, minlength=count)
-        self.closed = ((size > 1) | self.looped) & ~leaves
-        members = np.argsort(labels, kind="stable")
-        first_member = np.cumsum(size) - size
-        local = np.full(n, -1, index_type(n))
-        self.inflow = np.zeros(n)
-        self.inflow[start] = 1.0
-        self.states = np.zeros(n)
-        self.entries = np.zeros(count)
-        frontier = np.flatnonzero(waiting == 0)
-        while frontier.size:
-            states = members[_ranges(first_member[frontier], size[frontier])]
-            comp = labels[states]
-            b = self.inflow[states]
-            self.entries[frontier] = np.bincount(np.repeat(np.arange(frontier.size), size[frontier]), weights=b,
-                                                 minlength=frontier.size)
-            x = np.where(self.closed[comp], 0.0, b)
-            loop = (size[comp] > 1) | self.looped[comp]
-            solve = np.flatnonzero(loop & ~self.closed[comp])
-            edges = _ranges(q.indptr[states], degree[states])
-            source = np.repeat(np.arange(states.size), degree[states])
-            if solve.size:
-                x[solve] = self._loop_visits(q, states, solve, edges, source, within, b, local)
-            self.states[states] = x
-            out = ~within[edges]
-            target, flow = q.indices[edges[out]], q.data[edges[out]] * x[source[out]]
-            targets, where = np.unique(target, return_inverse=True)
-            self.inflow[targets] += np.bincount(where, weights=flow, minlength=targets.size)
-            reached, arrivals = np.unique(labels[target], return_counts=True)
-            waiting[reached] -= arrivals
-            frontier = reached[waiting[reached] == 0]
-
-    @staticmethod
-    def _loop_visits(q, states, solve, edges, source, within, b, local) -> np.ndarray:
-        """Visits of `states[solve]` (whole loops, none closed): (I - M^T) x = b
-        over the edges within their components, every loop of this frontier in
-        one solve (no edge joins two of them)."""
-        import scipy.sparse as sp
-
-        local[states[solve]] = np.arange(solve.size)
-        inside = within[edges] & (local[states[source]] >= 0)
-        i = local[states[source[inside]]]
-        j = local[q.indices[edges[inside]]]
-        m = sp.csr_matrix((q.data[edges[inside]], (j, i)), shape=(solve.size, solve.size))
-        x = _solve(sp.identity(solve.size, format="csr") - m, b[solve])
-        local[states[solve]] = -1
-        return x
-
-
-def _solve(a: sp.csr_matrix, b: np.ndarray) -> np.ndarray:
-    """x with a x = b: a direct solve of a small system; of a large one (where
-    LU fill-in grows fast) BiCGSTAB, Jacobi-preconditioned, checked by its
-    residual, and the direct solve only where that does not converge soon."""
-    import scipy.sparse as sp
-    from scipy.sparse.linalg import bicgstab, spsolve
-
-    if a.shape[0] > DIRECT_STATES:
-        inverse = sp.diags(1.0 / a.diagonal())
-        x, info = bicgstab(a, b, x0=inverse @ b, rtol=SOLVE_TOLERANCE, atol=0.0, M=inverse, maxiter=ITERATIONS)
-        if info == 0 and np.linalg.norm(b - a @ x) <= 10 * SOLVE_TOLERANCE * np.linalg.norm(b):
-            return x
-    return np.atleast_1d(spsolve(a.tocsc(), b))
 
 
 def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -464,16 +368,52 @@ def followed_length_and_stalls(
     Measured at the printed rules (20.7 million states reached): 5.4 GB at
     the peak, from 10.5 (docs/performance.md). `workers`: how many processes
     play is followed on, and threads its length distribution is computed on
-    (default: every core this process may use)."""
+    beside the stalls (`length_pmf_and_stalls`; default: every core this
+    process may use)."""
     followed = follow_play(game, result, code, smallest_in_chunk, keep_choices=False,
                            workers=usable_cores() if workers is None else workers)
     # Every state's smallest probability is positive: gathered for all of them, in play's order.
     stall = stall_chain_of_play(followed, result, followed.gathered)
     play = followed.play
     i = int(play.index[play.start])
-    figures = length_figures(length_pmf(stall, LENGTH_TURNS, workers), result.expected_length(i),
-                             float(result.unending_probability[i]))
-    return LengthAndStalls(figures, tuple(stalls(stall, MIN_SHARE)), int(play.states.size))
+    pmf, found = length_pmf_and_stalls(stall, LENGTH_TURNS, usable_cores() if workers is None else workers)
+    figures = length_figures(pmf, result.expected_length(i), float(result.unending_probability[i]))
+    return LengthAndStalls(figures, tuple(found), int(play.states.size))
+
+
+_STALL_CHAIN: StallChain | None = None  # what the forked process of `length_pmf_and_stalls` inherits
+STALLS_APART_STATES = 1 << 20
+"""A chain of play this large has its stalls found on a process of their own,
+beside its length distribution: on the printed rules' chain (16.2 million
+states) both took 45.8-50.4 s so, 53.5-61.0 s one after the other (the
+distribution, bound by memory, is slowed by the stalls beside it)."""
+
+
+def length_pmf_and_stalls(
+    chain: StallChain, turns: int = LENGTH_TURNS, workers: int = 1, min_share: float = MIN_SHARE,
+) -> tuple[np.ndarray, list[Stall]]:
+    """`length_pmf` and `stalls` of `chain`. With `workers` > 1 the stalls
+    are found on a forked process (which inherits the chain: nothing large is
+    pickled) while the distribution is computed here on `workers` threads,
+    where the chain has `STALLS_APART_STATES` or more: the stalls run on one
+    core. The same figures either way."""
+    global _STALL_CHAIN
+    if processes_allowed(workers) < 2 or chain.transition.shape[0] < STALLS_APART_STATES:
+        return length_pmf(chain, turns, workers), stalls(chain, min_share)
+    _STALL_CHAIN = chain
+    try:
+        # Forked here, before the distribution's threads start: a fork copies no running thread.
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+            found = pool.submit(_stalls_of_inherited_chain, min_share)
+            pmf = length_pmf(chain, turns, workers)
+            return pmf, found.result()
+    finally:
+        _STALL_CHAIN = None
+
+
+def _stalls_of_inherited_chain(min_share: float) -> list[Stall]:
+    assert _STALL_CHAIN is not None  # set before the fork
+    return stalls(_STALL_CHAIN, min_share)
 
 
 def length_and_stalls_at(
