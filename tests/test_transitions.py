@@ -36,13 +36,18 @@ def fields(expansion):
     )]
 
 
+def sampled_states(rules: RuleSet, seed: int) -> np.ndarray:
+    """Up to 400 of the states reachable under `rules`."""
+    game = ChargeSparkGame(rules)
+    states = reachable_states(game, [game.encode(initial_position(rules))])
+    return np.random.default_rng(seed).choice(states, size=min(400, states.size), replace=False)
+
+
 @pytest.mark.parametrize("name", VARIANTS)
 def test_compiled_transitions_match_resolve_turn(name):
     rules = VARIANTS[name]
-    game = ChargeSparkGame(rules)
-    states = reachable_states(game, [game.encode(initial_position(rules))])
-    sample = np.random.default_rng(7).choice(states, size=min(400, states.size), replace=False)
-    fast = fields(game.expand(sample))
+    sample = sampled_states(rules, 7)
+    fast = fields(ChargeSparkGame(rules).expand(sample))
     slow = fields(ReferenceChargeSparkGame(rules).expand(sample))
     for got, want in zip(fast, slow):
         np.testing.assert_array_equal(got, want)
@@ -50,10 +55,8 @@ def test_compiled_transitions_match_resolve_turn(name):
 
 @pytest.mark.parametrize("name", VARIANTS)
 def test_expanding_only_the_cells_asked_gives_their_outcomes_and_none_elsewhere(name):
-    rules = VARIANTS[name]
-    game = ChargeSparkGame(rules)
-    states = reachable_states(game, [game.encode(initial_position(rules))])
-    sample = np.random.default_rng(8).choice(states, size=min(400, states.size), replace=False)
+    game = ChargeSparkGame(VARIANTS[name])
+    sample = sampled_states(VARIANTS[name], 8)
     row_count, row_actions, col_count, col_actions, out_count, out_next, out_prob = fields(game.expand(sample))
     cells = np.random.default_rng(9).random(out_count.size) < 0.3
     got = fields(game.expand_cells(sample, cells))

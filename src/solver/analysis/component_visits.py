@@ -120,12 +120,18 @@ def _step_states(frontier, members, first_member, size, flows, entries, closed, 
     return states, x, solve[:loops]
 
 
-@numba.njit(cache=True)
-def _step_edges(indptr, states):
-    """The edges of `states`, in order, and the position of each one's state among them."""
+@numba.njit(cache=True, inline="always")
+def _edge_count(indptr, states):
     total = 0
     for s in states:
         total += indptr[s + 1] - indptr[s]
+    return total
+
+
+@numba.njit(cache=True)
+def _step_edges(indptr, states):
+    """The edges of `states`, in order, and the position of each one's state among them."""
+    total = _edge_count(indptr, states)
     edges = np.empty(total, np.int64)
     source = np.empty(total, np.int64)
     k = 0
@@ -146,9 +152,7 @@ def _pushed(indptr, indices, data, labels, within, states, x, flows, waiting):
     `waiting`, and return the components whose last awaited edge arrived, in
     ascending order. `flows[:, 1]` is the step's sum per target, -1 between
     steps (a state's pair shares a cache line: the targets are everywhere)."""
-    count = 0
-    for s in states:
-        count += indptr[s + 1] - indptr[s]
+    count = _edge_count(indptr, states)
     touched = np.empty(count, np.int64)
     arrived = np.empty(count, np.int64)
     t_count = 0

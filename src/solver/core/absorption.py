@@ -254,11 +254,29 @@ def _propagate(ptr, idx, data, term, max_turns):
 @njit(cache=True)
 def outcome_weights(row_count, col_count, out_count, row_w, col_w, prob):
     """Per outcome of expanded states (cells row-major per state), under
-    the weights `row_w` and `col_w` of each state's actions: P1's weight times
-    P2's (0 where either is not positive) times the outcome's probability (0
-    where that is not positive); `core.play.follow_play`'s, compiled."""
+    the weights `row_w` and `col_w` of each state's actions: its cell's
+    weight (`cell_weights`) times the outcome's probability (0 where that is
+    not positive); `core.play.follow_play`'s, compiled."""
+    cell = cell_weights(row_count, col_count, row_w, col_w)
     out = np.zeros(prob.shape[0])
     o = 0
+    for k in range(cell.shape[0]):
+        for _ in range(out_count[k]):
+            p = prob[o]
+            out[o] = cell[k] * p if p > 0.0 else 0.0
+            o += 1
+    return out
+
+
+@njit(cache=True)
+def cell_weights(row_count, col_count, row_w, col_w):
+    """Per cell of each state (row-major per state): P1's weight on its row
+    times P2's on its column, 0 where either is not positive. Following play
+    resolves only the cells of positive weight."""
+    cells = 0
+    for s in range(row_count.shape[0]):
+        cells += row_count[s] * col_count[s]
+    out = np.zeros(cells)
     k = 0
     r0 = 0
     c0 = 0
@@ -269,11 +287,7 @@ def outcome_weights(row_count, col_count, out_count, row_w, col_w, prob):
             wr = row_w[r0 + r]
             for c in range(n):
                 wc = col_w[c0 + c]
-                cell = wr * wc if wr > 0.0 and wc > 0.0 else 0.0
-                for _ in range(out_count[k]):
-                    p = prob[o]
-                    out[o] = cell * p if p > 0.0 else 0.0
-                    o += 1
+                out[k] = wr * wc if wr > 0.0 and wc > 0.0 else 0.0
                 k += 1
         r0 += m
         c0 += n
@@ -365,30 +379,6 @@ def sorted_positions(haystack, needles):
             else:
                 hi = mid
         out[i] = lo if lo < n and haystack[lo] == x else -1
-    return out
-
-
-@njit(cache=True)
-def played_cells(row_count, col_count, row_w, col_w):
-    """Per cell of each state (row-major per state): whether both its actions
-    have a positive weight under `row_w` and `col_w`."""
-    cells = 0
-    for s in range(row_count.shape[0]):
-        cells += row_count[s] * col_count[s]
-    out = np.zeros(cells, np.bool_)
-    k = 0
-    r0 = 0
-    c0 = 0
-    for s in range(row_count.shape[0]):
-        m = row_count[s]
-        n = col_count[s]
-        for r in range(m):
-            played = row_w[r0 + r] > 0.0
-            for c in range(n):
-                out[k] = played and col_w[c0 + c] > 0.0
-                k += 1
-        r0 += m
-        c0 += n
     return out
 
 

@@ -305,10 +305,10 @@ def _played_expansion(
     expand_cells = getattr(game, "expand_cells", None)
     if expand_cells is None:
         return expansion_of(game, codes)
-    from .absorption import played_cells  # loads the compiler
+    from .absorption import cell_weights  # loads the compiler
 
-    part = expand_cells(codes, played_cells(row_count, col_count, np.asarray(row_w, np.float64),
-                                            np.asarray(col_w, np.float64)))
+    played = cell_weights(row_count, col_count, np.asarray(row_w, np.float64), np.asarray(col_w, np.float64)) > 0
+    part = expand_cells(codes, played)
     return {name: np.asarray(getattr(part, name)) for name in EXPANSION_FIELDS}
 
 
