@@ -89,7 +89,7 @@ class ChargeSparkGame:
         """`expand` with only the cells flagged in `cells` (one per pair of
         cards, row-major per state, as `expand` lists them) resolved; the
         others have no outcomes. Following play resolves only the pairs both
-        strategies play, about a quarter of them."""
+        strategies play, about a fifth of them."""
         from .transitions import expand_codes
 
         return ExpansionArrays(*expand_codes(self.tables, codes, cells))

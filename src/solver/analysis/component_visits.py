@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
+from ..core.graph import index_type
+
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
@@ -48,7 +50,7 @@ class ComponentVisits:
         loop = (size > 1) | self.looped
         members = np.argsort(labels, kind="stable")
         first_member = np.cumsum(size) - size
-        local = np.full(n, -1, np.int64)
+        local = np.full(n, -1, index_type(n))
         flows = np.empty((n, 2))  # per state: its inflow, and a step's flows into it (`_pushed`)
         flows[:, 0], flows[:, 1] = 0.0, -1.0
         flows[start, 0] = 1.0

@@ -204,7 +204,7 @@ class PlayedChunk:
 
     codes: np.ndarray
     index: np.ndarray  # each state's index in the table
-    expansion: dict[str, np.ndarray]  # `expansion_of` the states
+    expansion: dict[str, np.ndarray]  # `expansion_of` the states; where the game can, only the cells both play have outcomes
     row_weights: np.ndarray  # P1's strategy, at each of the expansion's row actions
     col_weights: np.ndarray  # P2's, at each column action
     weight: np.ndarray  # per outcome: its probability under both strategies, 0 where a card is never played
@@ -250,6 +250,7 @@ def follow_play(
     With `workers` > 1, chunks of the states found are expanded on that many
     forked processes (`_reached_on_workers`), each sending back only what play
     keeps of its chunk (`KeptChunk`): the answer is the same to the last bit.
+    A daemonic process, which may start none, follows play itself.
     On two cores, following play from the start at health 2 (2.45 million
     states reached) took 9.1-9.3 s instead of 13.7-15.7 s."""
     kept = _Kept(result.num_states, len(game.terminal_payoff), per_chunk, keep_choices)
