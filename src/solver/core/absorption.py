@@ -252,12 +252,11 @@ def _propagate(ptr, idx, data, term, max_turns):
 
 
 @njit(cache=True)
-def outcome_weights(row_count, col_count, out_count, row_w, col_w, prob):
-    """Per outcome of expanded states (cells row-major per state), under
-    the weights `row_w` and `col_w` of each state's actions: its cell's
-    weight (`cell_weights`) times the outcome's probability (0 where that is
-    not positive); `core.play.follow_play`'s, compiled."""
-    cell = cell_weights(row_count, col_count, row_w, col_w)
+def weights_of_outcomes(cell, out_count, prob):
+    """Per outcome of expanded states: its cell's weight (`cell_weights`; cells
+    row-major per state, `out_count` outcomes each) times the outcome's
+    probability (0 where that is not positive); `core.play.follow_play`'s,
+    compiled."""
     out = np.zeros(prob.shape[0])
     o = 0
     for k in range(cell.shape[0]):
