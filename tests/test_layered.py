@@ -14,7 +14,7 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 from solver.core.components import strongly_connected_components
 from solver.core.graph import build_graph, reachable_states
-from solver.core.layered import _OffsetColumn, enumerate_by_rank, solve_layers
+from solver.core.layered import _OffsetColumn, _SharedFigures, _states_and_slots, enumerate_by_rank, solve_layers
 from solver.core.shared_arrays import SharedArrays
 from solver.core.solve import _solve_graph
 
@@ -196,6 +196,23 @@ def test_strategies_assembled_a_few_states_at_a_time_are_the_same(solved_both_wa
         assert all(a[1] == b[0] for a, b in zip(bands[:-1], bands[1:]))
     for name in ("row_ptr", "row_actions", "row_strategy", "col_ptr", "col_actions", "col_strategy"):
         np.testing.assert_array_equal(getattr(banded, name), getattr(whole_bands, name), err_msg=name)
+
+
+def test_the_figures_hold_each_layer_in_one_run_and_the_table_finds_its_states_there(solved_both_ways, tmp_path):
+    """The shared figures hold the layers' states one layer after another, so that a layer
+    writes one run of each array; `slot_of` finds the table's state i there."""
+    game, _, layers, solved, _ = solved_both_ways
+    states, slot_of = _states_and_slots(layers)
+    np.testing.assert_array_equal(states, solved.states)  # the table's order: the codes'
+    held = np.concatenate([layer.states for layer in layers])
+    np.testing.assert_array_equal(held[slot_of], states)
+    figures = _SharedFigures(states.size, len(game.terminal_payoff), True, tmp_path, slot_of,
+                             [layer.states.size for layer in layers])
+    runs = [figures.of_layer(number) for number in range(len(layers))]
+    assert runs[0].start == 0 and runs[-1].stop == states.size
+    assert all(a.stop == b.start for a, b in zip(runs[:-1], runs[1:]))
+    for layer, run in zip(layers, runs):
+        np.testing.assert_array_equal(held[run], layer.states)
 
 
 def test_two_worker_processes_enumerate_the_same_layers():

@@ -60,6 +60,7 @@ from .graph import (
     distinct_sorted,
     expansion_of,
     graph_of,
+    index_type,
     merged_distinct,
     offsets_of,
     segment_positions,
@@ -708,6 +709,7 @@ def solve_layers_at(
         at = np.searchsorted(run.all_states, roots)
         if roots.size and (at.max() >= n or np.any(run.all_states[at] != roots)):
             raise KeyError("a root is not among the solved states")
+        at = f.slot_of[at]
         low, high = (f.hurried_p1_guarantee, f.hurried_p2_guarantee) if hurried else (f.p1_guarantee, f.p2_guarantee)
         worst = max((_exploitability(f, low, high, lo, lo + _CHUNK) for lo in range(0, n, _CHUNK)), default=0.0)
         return RootFigures(
@@ -761,11 +763,12 @@ def _layers_solved(
     the layers a solve interrupted earlier kept whole and sound are read back
     rather than solved again; the directory goes once the body is done."""
     global _CONTEXT
-    all_states = np.sort(np.concatenate([layer.states for layer in layers]))
-    figures = _SharedFigures(all_states.size, len(game.terminal_payoff), keep.hurried, scratch_dir)
-    for layer in layers:
+    all_states, slots = _states_and_slots(layers)
+    figures = _SharedFigures(all_states.size, len(game.terminal_payoff), keep.hurried, scratch_dir, slots,
+                             [layer.states.size for layer in layers])
+    for number, layer in enumerate(layers):
         if layer.given:
-            _fill_from_boundary(game, figures, np.searchsorted(all_states, layer.states), layer.states, boundary)
+            _fill_from_boundary(game, figures, figures.of_layer(number), layer.states, boundary)
     figures.release()
     _remove_abandoned_spills(scratch_dir)
     checkpoint = Checkpoint(resume_dir, _manifest(layers, keep)) if resume_dir is not None else None
@@ -789,6 +792,14 @@ def _layers_solved(
         yield run
     if checkpoint is not None:
         checkpoint.remove()
+
+
+def _states_and_slots(layers: list[Layer]) -> tuple[np.ndarray, np.ndarray]:
+    """(every state of `layers`, sorted; where each is held in the figures,
+    which hold the layers' states one layer after another, `_SharedFigures`)."""
+    held = np.concatenate([layer.states for layer in layers])
+    slot_of = np.argsort(held, kind="stable")
+    return held[slot_of], slot_of.astype(index_type(held.size))
 
 
 def _count_done(run: _LayersRun, done: _LayerDone, progress: Callable[[int], None] | None) -> None:
@@ -829,10 +840,12 @@ def _figure_columns(f: _SharedFigures) -> dict[str, np.ndarray]:
 
 
 def _keep_layer(ctx: _LayerContext, number: int, at: np.ndarray, done: _LayerDone) -> None:
-    """Write finished layer `number`'s figures (and its strategies file's digest) to the checkpoint."""
+    """Write finished layer `number`'s figures (and its strategies file's digest) to the checkpoint,
+    `at` its states' places in the table."""
     if ctx.checkpoint is None:
         return
-    arrays = {name: column[at] for name, column in _figure_columns(ctx.figures).items()}
+    own = ctx.figures.of_layer(number)
+    arrays = {name: column[own] for name, column in _figure_columns(ctx.figures).items()}
     meta: dict[str, Any] = {"states": done.states, "bellman_residual": done.bellman_residual, "rounds": done.rounds,
             "certify_seconds": done.certify_seconds, "hurried_rounds": list(done.hurried_rounds)}
     if ctx.keep.strategies:
@@ -854,7 +867,7 @@ def _restored_layers(checkpoint: Checkpoint, f: _SharedFigures, keep: _Keep, spi
         if keep.strategies and (not strategies.exists() or digest_of_file(strategies) != meta.get("strategies")):
             checkpoint.forget(number)
             continue
-        at = arrays["at"]
+        at = f.slot_of[arrays["at"]]
         for name, column in columns.items():
             column[at] = arrays[name]
         f.finished[at] = True
@@ -868,8 +881,8 @@ def _restored_layers(checkpoint: Checkpoint, f: _SharedFigures, keep: _Keep, spi
 _SPILL_PREFIX = "charge-spark-layers-"
 
 
-def _fill_from_boundary(game, figures: _SharedFigures, at: np.ndarray, codes: np.ndarray, boundary: Boundary | None) -> None:
-    """Record the boundary's figures of `codes` (at `at` among all states) as finished."""
+def _fill_from_boundary(game, figures: _SharedFigures, at: slice, codes: np.ndarray, boundary: Boundary | None) -> None:
+    """Record the boundary's figures of `codes` (in the figures' slots `at`) as finished."""
     if boundary is None or not np.all(boundary.holds(codes)):
         raise ValueError("a layer of given states needs the boundary that holds them")
     if tuple(boundary.terminal_labels) != tuple(game.terminal_labels):
@@ -916,6 +929,14 @@ class _SharedFigures:
     of the states their layer exits to, and each process lets go of the
     pages it touched once its step is done (`release`).
 
+    The states are held layer by layer, in the order of the solve's layers
+    (`slot_of` maps a state's place in the table to its place here): a layer
+    writes one run of each array, and its exits lie mostly in the next few
+    ranks. In the table's order a layer's states are spread over the whole
+    table, so that every layer wrote (and, its pages let go, faulted in
+    again) a page of every array for most of its states: at the printed
+    rules the kernel's work for those faults was a sixth of the solve's CPU.
+
     Held compactly, since this is most of a large solve's memory:
     - the values (bracket middles) in float64;
     - every guarantee as a float32 offset from the value, rounded toward its
@@ -929,8 +950,13 @@ class _SharedFigures:
     - the buzzer values in float64: hurried play ranks strategies by
       differences of 1e-13 in them."""
 
-    def __init__(self, n: int, terminals: int, hurried: bool = True, directory: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, n: int, terminals: int, hurried: bool = True, directory: str | os.PathLike[str] | None = None,
+        slot_of: np.ndarray | None = None, layer_sizes: list[int] | None = None,
+    ) -> None:
         self.hurried = hurried  # without hurried play, its figures are never allocated
+        self.slot_of = np.arange(n) if slot_of is None else slot_of  # a state's place in the figures, by its place in the table
+        self.first_slot = offsets_of(np.asarray(layer_sizes if layer_sizes is not None else [n], np.int64))
         self.store = store = SharedArrays(directory)
         self.middle = store.array((n,), np.float64)
         self.p1_guarantee = _OffsetColumn(store, self.middle, n, lower=True)
@@ -950,6 +976,10 @@ class _SharedFigures:
         self.row_count = store.array((n,), np.int16)
         self.col_count = store.array((n,), np.int16)
         self.finished = store.array((n,), np.bool_)
+
+    def of_layer(self, number: int) -> slice:
+        """The figures' places of layer `number`'s states, in their order."""
+        return slice(int(self.first_slot[number]), int(self.first_slot[number + 1]))
 
     def release(self) -> None:
         """Let go of this process's resident pages of the figures (`SharedArrays.release`)."""
@@ -1037,12 +1067,12 @@ def _solve_layer_at(number: int) -> _LayerDone:
             copied = _mirror_layer_at(number)
         return replace(copied, phases=phase_clock.taken())
     with phase_clock.phase("layer graphs"):
-        lg = layer_graph(ctx.game, layer.states, ctx.all_states)
-        if not f.finished[lg.exits].all():
+        lg = layer_graph(ctx.game, layer.states, ctx.all_states, labelled=False)  # a worker's exits are never shown
+        x = f.slot_of[lg.exits]
+        if not f.finished[x].all():
             raise ValueError(f"layer of rank {layer.rank} exits to a state that is not finished")
         swapped = ctx.game.swap(layer.states) if hasattr(ctx.game, "swap") else None
         mirror = seat_mirror(with_exit_payoffs(lg, np.zeros(lg.exits.size)), swapped, check_payoffs=False)
-    x = lg.exits
     hurried = ctx.keep.hurried
     exits = ExitFigures(
         f.p1_guarantee[x], f.p2_guarantee[x], f.middle[x], np.column_stack([f.terminal[x], f.unending[x]]),
@@ -1050,7 +1080,7 @@ def _solve_layer_at(number: int) -> _LayerDone:
         ScoredGuarantees(f.p1_guarantee_u0[x], f.p2_guarantee_u0[x], f.p1_guarantee_u1[x], f.p2_guarantee_u1[x])
         if hurried else None,
         (f.hurried_p1_guarantee[x], f.hurried_p2_guarantee[x]) if hurried else None,
-        _twin_p1_guarantee(ctx, x) if mirror is not None else None,
+        _twin_p1_guarantee(ctx, lg.exits) if mirror is not None else None,
     )
     f.release()  # the exits' figures are copied: their pages need not stay while the layer is solved
     done = solve_layer(lg, mirror, exits, ctx.warm(layer.states) if ctx.warm is not None else None, hurried)
@@ -1070,22 +1100,23 @@ def _record_layer(ctx: _LayerContext, number: int, layer: Layer, lg: LayerGraph,
             os.path.join(ctx.spill, f"{number}.npz"), at=at, row_ptr=g.row_ptr, row_actions=g.row_actions,
             row=done.row_strategy, col_ptr=g.col_ptr, col_actions=g.col_actions, col=done.col_strategy,
         )
-    f.middle[at] = done.middle  # first: the guarantees are kept as offsets from it
-    f.p1_guarantee[at], f.p2_guarantee[at] = done.solve_guarantees
-    f.terminal[at], f.unending[at] = done.terminal_probability, done.unending_probability
-    f.ending_turns[at] = done.ending_turns
+    own = f.of_layer(number)
+    f.middle[own] = done.middle  # first: the guarantees are kept as offsets from it
+    f.p1_guarantee[own], f.p2_guarantee[own] = done.solve_guarantees
+    f.terminal[own], f.unending[own] = done.terminal_probability, done.unending_probability
+    f.ending_turns[own] = done.ending_turns
     if hurried:
         assert done.buzzer is not None and done.scored is not None and done.fallback is not None
-        f.hurried_p1_guarantee[at], f.hurried_p2_guarantee[at] = done.p1_guarantee, done.p2_guarantee
-        f.p1_buzzer[at], f.p2_buzzer[at] = done.buzzer
+        f.hurried_p1_guarantee[own], f.hurried_p2_guarantee[own] = done.p1_guarantee, done.p2_guarantee
+        f.p1_buzzer[own], f.p2_buzzer[own] = done.buzzer
         s = done.scored
-        f.p1_guarantee_u0[at], f.p2_guarantee_u0[at], f.p1_guarantee_u1[at], f.p2_guarantee_u1[at] = s.p1_u0, s.p2_u0, s.p1_u1, s.p2_u1
-        f.fallback[at] = done.fallback
-    f.row_count[at], f.col_count[at] = np.diff(g.row_ptr), np.diff(g.col_ptr)
+        f.p1_guarantee_u0[own], f.p2_guarantee_u0[own], f.p1_guarantee_u1[own], f.p2_guarantee_u1[own] = s.p1_u0, s.p2_u0, s.p1_u1, s.p2_u1
+        f.fallback[own] = done.fallback
+    f.row_count[own], f.col_count[own] = np.diff(g.row_ptr), np.diff(g.col_ptr)
     finished = _LayerDone(int(at.size), done.bellman_residual, done.rounds, done.certify_seconds,
                           hurried_rounds=tuple(r.label for r in done.hurried_rounds))
     _keep_layer(ctx, number, at, finished)
-    f.finished[at] = True
+    f.finished[own] = True
     f.release()
     return finished
 
@@ -1101,30 +1132,33 @@ def _mirror_layer_at(number: int) -> _LayerDone:
     assert layer.twin_of is not None  # only twin layers are mirrored
     source = ctx.layers[layer.twin_of]
     swapped = game.swap(layer.states)
-    at, twin = np.searchsorted(ctx.all_states, layer.states), np.searchsorted(ctx.all_states, swapped)
-    if not f.finished[twin].all() or np.any(ctx.all_states[twin] != swapped):
+    at = np.searchsorted(ctx.all_states, layer.states)
+    local = np.searchsorted(source.states, swapped)  # each state's twin among its source layer's states
+    if np.any(local >= source.states.size) or np.any(source.states[np.minimum(local, source.states.size - 1)] != swapped):
+        raise ValueError(f"layer of rank {layer.rank} mirrors a layer that does not hold its twins")
+    own, twin = f.of_layer(number), f.of_layer(layer.twin_of).start + local
+    if not f.finished[twin].all():
         raise ValueError(f"layer of rank {layer.rank} mirrors a layer that is not finished")
     total = 2.0 * game.unending_payoff
-    f.middle[at] = total - f.middle[twin]  # first: the guarantees are kept as offsets from it
-    f.p1_guarantee[at], f.p2_guarantee[at] = total - f.p2_guarantee[twin], total - f.p1_guarantee[twin]
-    f.terminal[at] = f.terminal[twin][:, np.asarray(game.terminal_swap)]
-    f.unending[at], f.ending_turns[at] = f.unending[twin], f.ending_turns[twin]
+    f.middle[own] = total - f.middle[twin]  # first: the guarantees are kept as offsets from it
+    f.p1_guarantee[own], f.p2_guarantee[own] = total - f.p2_guarantee[twin], total - f.p1_guarantee[twin]
+    f.terminal[own] = f.terminal[twin][:, np.asarray(game.terminal_swap)]
+    f.unending[own], f.ending_turns[own] = f.unending[twin], f.ending_turns[twin]
     if ctx.keep.hurried:
-        f.hurried_p1_guarantee[at] = total - f.hurried_p2_guarantee[twin]
-        f.hurried_p2_guarantee[at] = total - f.hurried_p1_guarantee[twin]
-        f.p1_buzzer[at], f.p2_buzzer[at] = f.p2_buzzer[twin], f.p1_buzzer[twin]
+        f.hurried_p1_guarantee[own] = total - f.hurried_p2_guarantee[twin]
+        f.hurried_p2_guarantee[own] = total - f.hurried_p1_guarantee[twin]
+        f.p1_buzzer[own], f.p2_buzzer[own] = f.p2_buzzer[twin], f.p1_buzzer[twin]
         # Endless play scored 0 at a state is scored 2u at its twin, seen from the other seat.
-        f.p1_guarantee_u0[at], f.p2_guarantee_u0[at] = total - f.p2_guarantee_u1[twin], total - f.p1_guarantee_u1[twin]
-        f.p1_guarantee_u1[at], f.p2_guarantee_u1[at] = total - f.p2_guarantee_u0[twin], total - f.p1_guarantee_u0[twin]
+        f.p1_guarantee_u0[own], f.p2_guarantee_u0[own] = total - f.p2_guarantee_u1[twin], total - f.p1_guarantee_u1[twin]
+        f.p1_guarantee_u1[own], f.p2_guarantee_u1[own] = total - f.p2_guarantee_u0[twin], total - f.p1_guarantee_u0[twin]
         fell = f.fallback[twin]
-        f.fallback[at] = ((fell & 1) << 1) | ((fell & 2) >> 1)
-    f.row_count[at], f.col_count[at] = f.col_count[twin], f.row_count[twin]
+        f.fallback[own] = ((fell & 1) << 1) | ((fell & 2) >> 1)
+    f.row_count[own], f.col_count[own] = f.col_count[twin], f.row_count[twin]
     if not ctx.keep.strategies:
         _keep_layer(ctx, number, at, _LayerDone(int(at.size), 0.0, 0, 0.0))
-        f.finished[at] = True
+        f.finished[own] = True
         f.release()
         return _LayerDone(int(at.size), 0.0, 0, 0.0)
-    local = np.searchsorted(source.states, swapped)
     with np.load(os.path.join(ctx.spill, f"{layer.twin_of}.npz")) as piece:
         strategies: dict[str, Any] = {}
         for side, other in (("row", "col"), ("col", "row")):
@@ -1135,7 +1169,7 @@ def _mirror_layer_at(number: int) -> _LayerDone:
             strategies[side] = piece[other][picked]
     np.savez(os.path.join(ctx.spill, f"{number}.npz"), at=at, **strategies)
     _keep_layer(ctx, number, at, _LayerDone(int(at.size), 0.0, 0, 0.0))
-    f.finished[at] = True
+    f.finished[own] = True
     f.release()
     return _LayerDone(int(at.size), 0.0, 0, 0.0)
 
@@ -1146,6 +1180,7 @@ def _twin_p1_guarantee(ctx: _LayerContext, exits: np.ndarray) -> np.ndarray | No
     at = np.searchsorted(ctx.all_states, twins)
     if at.size and (at.max() >= ctx.all_states.size or np.any(ctx.all_states[at] != twins)):
         return None
+    at = ctx.figures.slot_of[at]
     if not ctx.figures.finished[at].all():
         return None
     return ctx.figures.p1_guarantee[at]
@@ -1206,10 +1241,10 @@ def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int
                           ("ending_turns", "ending_turns"), *((name, name) for name in PER_STATE_HURRY)):
         column = getattr(figures, held_as)
         dtype: type = np.int8 if name == "fallback" else np.float64  # the table's types, whatever they are held in here
-        out[name] = _mapped_column(os.path.join(spill, f"out-{name}.npy"), column, dtype, figures.release)
+        out[name] = _mapped_column(os.path.join(spill, f"out-{name}.npy"), column, dtype, figures.release, figures.slot_of)
         delattr(figures, held_as)  # the shared memory goes with its last reference
     for side in ("row", "col"):
-        count = getattr(figures, f"{side}_count")
+        count = getattr(figures, f"{side}_count")[figures.slot_of]  # in the table's order
         out[f"{side}_ptr"] = _mapped(os.path.join(spill, f"out-{side}_ptr.npy"), offsets_of(count.astype(np.int64)))
         delattr(figures, f"{side}_count")
     for side in ("row", "col"):
@@ -1272,18 +1307,21 @@ def _bands(ptr: np.ndarray, itemsize: int) -> list[tuple[int, int]]:
 _COLUMN_CHUNK = 1 << 22  # states a step when writing a column out
 
 
-def _mapped_column(path: str, column, dtype, release_source: Callable[[], None]) -> np.ndarray:
-    """`column` (a shared array or an `_OffsetColumn`) written to `path` as
-    `dtype`, a chunk at a time, and read back memory-mapped; the file is
-    unlinked at once (the mapping keeps its data until the array is dropped).
-    `release_source()` lets go of the pages of the chunk just read."""
+def _mapped_column(
+    path: str, column, dtype, release_source: Callable[[], None], slot_of: np.ndarray,
+) -> np.ndarray:
+    """`column` (a shared array or an `_OffsetColumn`, its state i at
+    `slot_of[i]`) written to `path` as `dtype` in the states' order, a chunk
+    at a time, and read back memory-mapped; the file is unlinked at once (the
+    mapping keeps its data until the array is dropped). `release_source()`
+    lets go of the pages of the chunk just read."""
     n = len(column)
     shape = (n, *np.shape(column)[1:]) if isinstance(column, np.ndarray) else (n,)
     target = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
     for lo in range(0, n, _COLUMN_CHUNK):
-        target[lo : lo + _COLUMN_CHUNK] = column[lo : lo + _COLUMN_CHUNK]
+        target[lo : lo + _COLUMN_CHUNK] = column[slot_of[lo : lo + _COLUMN_CHUNK]]
         _release_mapping(target)
-        release_source()
+        release_source()  # pages read again for the next chunk are faulted in a run at a time (read-ahead)
     target.flush()
     del target
     mapped = np.load(path, mmap_mode="r")
