@@ -834,7 +834,7 @@ def test_pages_are_answered_while_a_solve_runs_and_ctrl_c_leaves_the_cache_as_it
     import urllib.request
 
     before = cache_listing(tiny.cache_dir)
-    larger = "health=3"  # about 66,000 states: a solve that lasts
+    larger = "health=8"  # 546,573 states: enumerated in a second, solved in far longer than the queries below take
     running = ExploreServer([*settings(TINY), "--cache-dir", tiny.cache_dir])
     try:
         query = f"{running.url}api/query?{urlencode({'position': 'start', 'set': larger})}"
@@ -1067,7 +1067,7 @@ def wait_for_phase(client: TestClient, params: dict, phase: str, timeout: float 
 
 
 def test_cancelling_a_solve_stops_its_worker_and_leaves_the_cache_as_it_was(tiny, asks_first):
-    lasting, after = "health=3", "damage.lightning=3"  # about 66,000 states: a solve that lasts; then a small one
+    lasting, after = "health=8", "damage.lightning=3"  # 546,573 states: a solve that outlasts the test; then a small one
     solves = tiny.client.app.state.rule_sets.solves
     before = cache_listing(tiny.cache_dir)
     keys = [fingerprint(apply_overrides(tiny.rules, [item])) for item in (lasting, after)]
@@ -1099,7 +1099,7 @@ def test_cancelling_a_solve_stops_its_worker_and_leaves_the_cache_as_it_was(tiny
 
 
 def test_cancelling_a_queued_solve_drops_it_and_a_stale_cancel_changes_nothing(tiny, asks_first):
-    lasting, queued = "health=3", "cost.move.disc=1"
+    lasting, queued = "health=8", "cost.move.disc=1"  # the first still solving when the second is asked
     solves = tiny.client.app.state.rule_sets.solves
     token = token_of(tiny.client.get("/", params={"set": queued}).text)
     for item in (lasting, queued):
