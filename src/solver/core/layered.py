@@ -935,7 +935,7 @@ class _SharedFigures:
     ranks. In the table's order a layer's states are spread over the whole
     table, so that every layer wrote (and, its pages let go, faulted in
     again) a page of every array for most of its states: at the printed
-    rules the kernel's work for those faults was a sixth of the solve's CPU.
+    rules held so, the solve took a tenth more CPU (docs/performance.md).
 
     Held compactly, since this is most of a large solve's memory:
     - the values (bracket middles) in float64;
