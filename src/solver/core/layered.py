@@ -951,12 +951,12 @@ class _SharedFigures:
       differences of 1e-13 in them."""
 
     def __init__(
-        self, n: int, terminals: int, hurried: bool = True, directory: str | os.PathLike[str] | None = None,
-        slot_of: np.ndarray | None = None, layer_sizes: list[int] | None = None,
+        self, n: int, terminals: int, hurried: bool, directory: str | os.PathLike[str] | None,
+        slot_of: np.ndarray, layer_sizes: list[int],
     ) -> None:
         self.hurried = hurried  # without hurried play, its figures are never allocated
-        self.slot_of = np.arange(n) if slot_of is None else slot_of  # a state's place in the figures, by its place in the table
-        self.first_slot = offsets_of(np.asarray(layer_sizes if layer_sizes is not None else [n], np.int64))
+        self.slot_of = slot_of  # a state's place in the figures, by its place in the table (`_states_and_slots`)
+        self.first_slot = offsets_of(np.asarray(layer_sizes, np.int64))
         self.store = store = SharedArrays(directory)
         self.middle = store.array((n,), np.float64)
         self.p1_guarantee = _OffsetColumn(store, self.middle, n, lower=True)
