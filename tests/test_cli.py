@@ -352,6 +352,31 @@ def test_an_interrupted_solve_saves_nothing_and_says_so(private_table_cache, sig
     assert [p.name for p in private_table_cache.glob("*") if p.suffix != ".lock"] in ([], ["resume"])
 
 
+@pytest.mark.parametrize("where", ["bellman_residual", "write_arrays"])
+def test_a_stop_whose_interrupt_was_lost_still_saves_no_table(private_table_cache, monkeypatch, where):
+    # A signal landing inside a finalizer loses the KeyboardInterrupt its handler raises; the
+    # handler's record of it must stop the solve all the same: before the next layer, or the table's storing.
+    import solver.core.layered
+    import solver.core.table_file
+    from solver.core import interruption
+
+    module = solver.core.layered if where == "bellman_residual" else solver.core.table_file
+    original = getattr(module, where)
+
+    def asked_meanwhile(*args, **kwargs):
+        interruption.ask_to_stop()  # what `_interrupt` records; its exception is the one lost
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, where, asked_meanwhile)
+    try:
+        result = run("solve", *SMALL, "--workers", "1")
+    finally:
+        interruption.forget()
+    assert result.exit_code == 130, result.output
+    assert result.stderr.strip().splitlines()[-1].startswith("charge-spark: interrupted; no table was saved")
+    assert not list(private_table_cache.glob("*.npz")) and not list(private_table_cache.glob(".*.tmp"))
+
+
 def test_a_solve_that_would_not_fit_in_memory_is_refused_before_building(monkeypatch):
     import solver.answering
     import solver.core.resources

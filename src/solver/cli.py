@@ -39,6 +39,7 @@ from . import progress_lines  # noqa: F401 - the progress lines of every command
 from .analysis.results_cache import ResultsCache
 from .answering import UNASKED_SOLVE_LIMIT, answer_at, lasting_at, query_json, usage_at
 from .certificate import CERTIFICATE_BOUND, CertificateStatus, certificate_status, states_over_bound, table_certificate
+from .core import interruption
 from .core.files import OutputError, check_writable, write_text_atomically, writes_through
 from .core.outcome import Outcome, Seat, win_probability
 from .core.resources import FOLLOW_PLAY_BYTES_PER_STATE, states_that_fit, usable_cores
@@ -128,6 +129,7 @@ def main(ctx: click.Context, debug: bool) -> None:
     """Game-theory solver for the card duel Charge & Spark."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    interruption.forget()
     # Both explicitly: a process started in the background inherits SIGINT ignored.
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
@@ -148,6 +150,7 @@ def quiet_resource_tracker() -> None:
 
 
 def _interrupt(signum, frame) -> None:
+    interruption.ask_to_stop()  # kept should the exception be lost (raised inside a finalizer)
     raise KeyboardInterrupt
 
 

@@ -67,6 +67,7 @@ from .graph import (
     sorted_contains,
 )
 from .hurry import Exits, Known, Rounds, ScoredGuarantees, hurry, scored, scored_guarantees
+from .interruption import stop_if_asked
 from .result import ARRAY_FIELDS, PER_STATE_HURRY
 from .shapley import bellman_residual
 from .shared_arrays import SharedArrays, release_pages
@@ -133,6 +134,7 @@ def enumerate_by_rank(
 
     try:
         while pending:
+            stop_if_asked()
             rank = min(pending)
             seeds = distinct_sorted(np.concatenate(pending.pop(rank)))
             if not fold:
@@ -1197,6 +1199,7 @@ def _run_layers(
     front = Wavefront(layers, restored)
     if workers <= 1 or len(layers) <= 1:
         for i in list(front.waiting):
+            stop_if_asked()
             if not front.ready(i):
                 raise ValueError(f"layer of rank {layers[i].rank} exits to a rank that is not finished")
             held = phase_clock.taken()  # set aside while it runs: the layer's phases are then its own, as a worker's are
@@ -1216,6 +1219,7 @@ def _run_layers(
             if not running:
                 raise ValueError(f"layer of rank {layers[front.waiting[0]].rank} exits to a rank that is never solved")
             completed, _ = futures.wait(running, return_when=futures.FIRST_COMPLETED)
+            stop_if_asked()
             for future in completed:
                 i = running.pop(future)
                 yield i, future.result()

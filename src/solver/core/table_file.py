@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .files import replaced_atomically
+from .interruption import stop_if_asked
 from .locks import exclusive_lock
 from .outcome import Outcome
 from .resources import usable_cores
@@ -145,6 +146,7 @@ def write_arrays(
     as a table file (`save_table`), atomically; the format, key, layout and
     block digests are added to the header."""
     path = Path(path)
+    stop_if_asked()
     path.parent.mkdir(parents=True, exist_ok=True)
     with replaced_atomically(path) as tmp, open(tmp, "wb") as f:
         with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
@@ -164,6 +166,7 @@ def write_arrays(
                 header[FIRST_CODES] = first_codes
             with archive.open("header.npy", "w", force_zip64=True) as member:
                 np.lib.format.write_array(member, np.frombuffer(json.dumps(header).encode(), np.uint8))
+        stop_if_asked()  # asked while it was written: the file is removed, the one stored before kept
 
 
 def block_first_codes(states: np.ndarray) -> list[int] | None:
