@@ -63,7 +63,6 @@ from .graph import (
     index_type,
     merged_distinct,
     offsets_of,
-    segment_positions,
     sorted_contains,
 )
 from .hurry import Exits, Known, Rounds, ScoredGuarantees, hurry, scored, scored_guarantees
@@ -666,7 +665,9 @@ def solve_layers(
     with _layers_solved(game, layers, progress, workers, scratch_dir, boundary, warm, keep, resume_dir,
                         layer_cpu) as run:
         with phase_clock.phase("storing"):
-            arrays = _assemble(run.all_states, run.figures, [i for i, layer in enumerate(layers) if not layer.given], run.spill)
+            solved = [i for i, layer in enumerate(layers) if not layer.given]
+            twins = {i: source for i in solved if (source := layers[i].twin_of) is not None}
+            arrays = _assemble(run.all_states, run.figures, solved, twins, run.spill)
         return LayeredSolution(
             **arrays, bellman_residual=run.residual, rounds=run.rounds, certify_seconds=run.certify_seconds,
             hurried_rounds=dict(run.hurried_rounds),
@@ -814,9 +815,11 @@ def _count_done(run: _LayersRun, done: _LayerDone, progress: Callable[[int], Non
         progress(done.states)
 
 
-_CHECKPOINT_VERSION = 2  # of what a kept layer holds: another version is solved anew
+_CHECKPOINT_VERSION = 3  # of what a kept layer holds: another version is solved anew
 """2: components without stationary optimal strategies are bracketed by costly-delay rounds
-(`everett`); a rank kept by version 1 could hold a bracket 0.47 wide there, so it is not reused."""
+(`everett`); a rank kept by version 1 could hold a bracket 0.47 wide there, so it is not reused.
+3: a twin layer's strategies file holds only where its states lie (`at`, `local`); the assembly reads
+its source's strategies, which a version-2 twin file repeated."""
 
 
 def _manifest(layers: list[Layer], keep: _Keep) -> dict:
@@ -1156,20 +1159,10 @@ def _mirror_layer_at(number: int) -> _LayerDone:
         fell = f.fallback[twin]
         f.fallback[own] = ((fell & 1) << 1) | ((fell & 2) >> 1)
     f.row_count[own], f.col_count[own] = f.col_count[twin], f.row_count[twin]
-    if not ctx.keep.strategies:
-        _keep_layer(ctx, number, at, _LayerDone(int(at.size), 0.0, 0, 0.0))
-        f.finished[own] = True
-        f.release()
-        return _LayerDone(int(at.size), 0.0, 0, 0.0)
-    with np.load(os.path.join(ctx.spill, f"{layer.twin_of}.npz")) as piece:
-        strategies: dict[str, Any] = {}
-        for side, other in (("row", "col"), ("col", "row")):
-            ptr = piece[f"{other}_ptr"]
-            picked = segment_positions(ptr, local)
-            strategies[f"{side}_ptr"] = offsets_of(np.diff(ptr)[local])
-            strategies[f"{side}_actions"] = piece[f"{other}_actions"][picked]
-            strategies[side] = piece[other][picked]
-    np.savez(os.path.join(ctx.spill, f"{number}.npz"), at=at, **strategies)
+    if ctx.keep.strategies:
+        # Each side plays what the other plays at the twin: the assembly reads them from the source's
+        # file, so this one says only where its states lie in the table and among the source's.
+        np.savez(os.path.join(ctx.spill, f"{number}.npz"), at=at, local=local)
     _keep_layer(ctx, number, at, _LayerDone(int(at.size), 0.0, 0, 0.0))
     f.finished[own] = True
     f.release()
@@ -1233,11 +1226,15 @@ def _layer_pool(workers: int) -> futures.ProcessPoolExecutor:
     return futures.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
 
 
-def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int], spill: str) -> dict[str, np.ndarray]:
+def _assemble(
+    all_states: np.ndarray, figures: _SharedFigures, numbers: list[int], twin_of: dict[int, int], spill: str,
+) -> dict[str, np.ndarray]:
     """The solution's arrays, each written to a file in `spill` a chunk at a
     time and returned memory-mapped (the file unlinked at once), its pages let
     go as they are written: no whole array is ever built in memory. The
-    strategies come from the files of the layers `numbers`."""
+    strategies come from the files of the layers `numbers`; a twin layer's
+    (`twin_of`: its source) are its source's, each side the other's, read
+    from the source's file with the source's own."""
     out: dict[str, np.ndarray] = {"states": all_states}
     del figures.p1_guarantee, figures.p2_guarantee  # the value solve's: the reported strategies' are kept
     for name, held_as in (("middle", "middle"), ("p1_guarantee", "hurried_p1_guarantee"), ("p2_guarantee", "hurried_p2_guarantee"),
@@ -1251,6 +1248,9 @@ def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int
         count = getattr(figures, f"{side}_count")[figures.slot_of]  # in the table's order
         out[f"{side}_ptr"] = _mapped(os.path.join(spill, f"out-{side}_ptr.npy"), offsets_of(count.astype(np.int64)))
         delattr(figures, f"{side}_count")
+    twins_of: dict[int, list[int]] = collections.defaultdict(list)
+    for twin, mirrored in twin_of.items():
+        twins_of[mirrored].append(twin)
     for side in ("row", "col"):
         ptr = np.asarray(out[f"{side}_ptr"])
         # A side's actions and weights share their offsets: one pass over the layers' files fills both.
@@ -1272,6 +1272,8 @@ def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int
                 base = int(ptr[first])
                 bands = [np.empty(int(ptr[last]) - base, kind) for _, _, kind in arrays]
                 for number in numbers:
+                    if number in twin_of:
+                        continue  # filled with its source's
                     with np.load(os.path.join(spill, f"{number}.npz")) as piece:
                         at = piece["at"]
                         lo, hi = np.searchsorted(at, [first, last])
@@ -1279,6 +1281,8 @@ def _assemble(all_states: np.ndarray, figures: _SharedFigures, numbers: list[int
                             piece_ptr = piece[f"{side}_ptr"]
                             for (_, source, _), band in zip(arrays, bands):
                                 _scatter_band(at, piece_ptr, piece[source], ptr, base, int(lo), int(hi), band)
+                        for twin in twins_of.get(number, ()):
+                            _scatter_twin(piece, os.path.join(spill, f"{twin}.npz"), side, ptr, first, last, bands)
                 for file, start, band in zip(files, starts, bands):
                     file.seek(start + base * band.itemsize)
                     band.tofile(file)
@@ -1347,6 +1351,30 @@ def _mapped(path: str, a: np.ndarray) -> np.ndarray:
     mapped = np.load(path, mmap_mode="r")
     os.unlink(path)
     return mapped
+
+
+def _scatter_twin(piece, path: str, side: str, ptr: np.ndarray, first: int, last: int, bands: list[np.ndarray]) -> None:
+    """Into `bands` (a side's actions and weights from state `first` on), the
+    twin layer's at `path` that lie in [first, last): at each, its side plays
+    what the other side plays at its twin in the source layer (`piece`)."""
+    other = "col" if side == "row" else "row"
+    with np.load(path) as twin:
+        at = twin["at"]
+        lo, hi = np.searchsorted(at, [first, last])
+        if hi > lo:
+            local, source_ptr, base = twin["local"], piece[f"{other}_ptr"], int(ptr[first])
+            for source, band in zip((f"{other}_actions", other), bands):
+                _scatter_band_at(at, local, source_ptr, piece[source], ptr, base, int(lo), int(hi), band)
+
+
+@numba.njit(cache=True)
+def _scatter_band_at(at, local, src_ptr, src_items, dst_ptr, base, lo, hi, band):
+    """`_scatter_band`, state j's segment read at local state `local[j]` of the source."""
+    for j in range(lo, hi):
+        d = dst_ptr[at[j]] - base
+        for k in range(src_ptr[local[j]], src_ptr[local[j] + 1]):
+            band[d] = src_items[k]
+            d += 1
 
 
 @numba.njit(cache=True)
