@@ -67,6 +67,7 @@ from .graph import (
 )
 from .hurry import Exits, Known, Rounds, ScoredGuarantees, hurry, scored, scored_guarantees
 from .interruption import stop_if_asked
+from .resources import usable_cores
 from .result import ARRAY_FIELDS, PER_STATE_HURRY
 from .shapley import bellman_residual
 from .shared_arrays import SharedArrays, release_pages
@@ -1234,63 +1235,87 @@ def _assemble(
     go as they are written: no whole array is ever built in memory. The
     strategies come from the files of the layers `numbers`; a twin layer's
     (`twin_of`: its source) are its source's, each side the other's, read
-    from the source's file with the source's own."""
+    from the source's file with the source's own.
+
+    Two arrays at a time, on threads (the copies and the kernels let go of
+    the interpreter): the workers have finished, and the cores would
+    otherwise wait on this one."""
     out: dict[str, np.ndarray] = {"states": all_states}
     del figures.p1_guarantee, figures.p2_guarantee  # the value solve's: the reported strategies' are kept
-    for name, held_as in (("middle", "middle"), ("p1_guarantee", "hurried_p1_guarantee"), ("p2_guarantee", "hurried_p2_guarantee"),
-                          ("terminal_probability", "terminal"), ("unending_probability", "unending"),
-                          ("ending_turns", "ending_turns"), *((name, name) for name in PER_STATE_HURRY)):
-        column = getattr(figures, held_as)
+    columns = (("middle", "middle"), ("p1_guarantee", "hurried_p1_guarantee"), ("p2_guarantee", "hurried_p2_guarantee"),
+               ("terminal_probability", "terminal"), ("unending_probability", "unending"),
+               ("ending_turns", "ending_turns"), *((name, name) for name in PER_STATE_HURRY))
+
+    def mapped_column(name: str, held_as: str) -> np.ndarray:
         dtype: type = np.int8 if name == "fallback" else np.float64  # the table's types, whatever they are held in here
-        out[name] = _mapped_column(os.path.join(spill, f"out-{name}.npy"), column, dtype, figures.release, figures.slot_of)
-        delattr(figures, held_as)  # the shared memory goes with its last reference
-    for side in ("row", "col"):
-        count = getattr(figures, f"{side}_count")[figures.slot_of]  # in the table's order
-        out[f"{side}_ptr"] = _mapped(os.path.join(spill, f"out-{side}_ptr.npy"), offsets_of(count.astype(np.int64)))
-        delattr(figures, f"{side}_count")
+        return _mapped_column(os.path.join(spill, f"out-{name}.npy"), getattr(figures, held_as), dtype, figures.release,
+                              figures.slot_of)
+
     twins_of: dict[int, list[int]] = collections.defaultdict(list)
     for twin, mirrored in twin_of.items():
         twins_of[mirrored].append(twin)
-    for side in ("row", "col"):
-        ptr = np.asarray(out[f"{side}_ptr"])
-        # A side's actions and weights share their offsets: one pass over the layers' files fills both.
-        arrays = ((f"{side}_actions", f"{side}_actions", np.int16), (f"{side}_strategy", side, np.float64))
-        paths, starts = [], []
-        for name, _, kind in arrays:
-            paths.append(os.path.join(spill, f"out-{name}.npy"))
-            target = np.lib.format.open_memmap(paths[-1], mode="w+", dtype=kind, shape=(int(ptr[-1]),))
-            starts.append(target.offset)  # where the items begin, past the .npy header
-            del target
-        with contextlib.ExitStack() as stack:
-            files = [stack.enter_context(open(path, "r+b")) for path in paths]
-            # The bands are cut for the weights, the larger items.
-            for first, last in _bands(ptr, np.dtype(np.float64).itemsize):
-                # Every layer's states are spread over the whole table: scattered straight into
-                # the file, each layer would dirty pages everywhere and every page be written
-                # once per layer (122 GB written for the printed rules' 12 GB table). A band
-                # is filled in memory from every layer, then written once, past any mapping.
-                base = int(ptr[first])
-                bands = [np.empty(int(ptr[last]) - base, kind) for _, _, kind in arrays]
-                for number in numbers:
-                    if number in twin_of:
-                        continue  # filled with its source's
-                    with np.load(os.path.join(spill, f"{number}.npz")) as piece:
-                        at = piece["at"]
-                        lo, hi = np.searchsorted(at, [first, last])
-                        if hi > lo:
-                            piece_ptr = piece[f"{side}_ptr"]
-                            for (_, source, _), band in zip(arrays, bands):
-                                _scatter_band(at, piece_ptr, piece[source], ptr, base, int(lo), int(hi), band)
-                        for twin in twins_of.get(number, ()):
-                            _scatter_twin(piece, os.path.join(spill, f"{twin}.npz"), side, ptr, first, last, bands)
-                for file, start, band in zip(files, starts, bands):
-                    file.seek(start + base * band.itemsize)
-                    band.tofile(file)
-                del bands
-        for (name, _, _), path in zip(arrays, paths):
-            out[name] = np.load(path, mmap_mode="r")
-            os.unlink(path)
+    with futures.ThreadPoolExecutor(max(1, min(ASSEMBLY_THREADS, usable_cores()))) as pool:
+        for (name, held_as), column in zip(columns, pool.map(mapped_column, *zip(*columns))):
+            out[name] = column
+            delattr(figures, held_as)  # the shared memory goes with its last reference
+        for side in ("row", "col"):
+            count = getattr(figures, f"{side}_count")[figures.slot_of]  # in the table's order
+            out[f"{side}_ptr"] = _mapped(os.path.join(spill, f"out-{side}_ptr.npy"), offsets_of(count.astype(np.int64)))
+            delattr(figures, f"{side}_count")
+        for strategies in pool.map(
+            lambda side: _assembled_strategies(side, np.asarray(out[f"{side}_ptr"]), numbers, twin_of, twins_of, spill),
+            ("row", "col"),
+        ):
+            out.update(strategies)
     return out
+
+
+ASSEMBLY_THREADS = 2  # arrays `_assemble` writes at once
+
+
+def _assembled_strategies(
+    side: str, ptr: np.ndarray, numbers: list[int], twin_of: dict[int, int], twins_of: dict[int, list[int]], spill: str,
+) -> dict[str, np.ndarray]:
+    """A side's actions and weights (`_assemble`), at the offsets `ptr`, memory-mapped."""
+    # A side's actions and weights share their offsets: one pass over the layers' files fills both.
+    arrays = ((f"{side}_actions", f"{side}_actions", np.int16), (f"{side}_strategy", side, np.float64))
+    paths, starts = [], []
+    for name, _, kind in arrays:
+        paths.append(os.path.join(spill, f"out-{name}.npy"))
+        target = np.lib.format.open_memmap(paths[-1], mode="w+", dtype=kind, shape=(int(ptr[-1]),))
+        starts.append(target.offset)  # where the items begin, past the .npy header
+        del target
+    with contextlib.ExitStack() as stack:
+        files = [stack.enter_context(open(path, "r+b")) for path in paths]
+        # The bands are cut for the weights, the larger items.
+        for first, last in _bands(ptr, np.dtype(np.float64).itemsize):
+            # Every layer's states are spread over the whole table: scattered straight into
+            # the file, each layer would dirty pages everywhere and every page be written
+            # once per layer (122 GB written for the printed rules' 12 GB table). A band
+            # is filled in memory from every layer, then written once, past any mapping.
+            base = int(ptr[first])
+            bands = [np.empty(int(ptr[last]) - base, kind) for _, _, kind in arrays]
+            for number in numbers:
+                if number in twin_of:
+                    continue  # filled with its source's
+                with np.load(os.path.join(spill, f"{number}.npz")) as piece:
+                    at = piece["at"]
+                    lo, hi = np.searchsorted(at, [first, last])
+                    if hi > lo:
+                        piece_ptr = piece[f"{side}_ptr"]
+                        for (_, source, _), band in zip(arrays, bands):
+                            _scatter_band(at, piece_ptr, piece[source], ptr, base, int(lo), int(hi), band)
+                    for twin in twins_of.get(number, ()):
+                        _scatter_twin(piece, os.path.join(spill, f"{twin}.npz"), side, ptr, first, last, bands)
+            for file, start, band in zip(files, starts, bands):
+                file.seek(start + base * band.itemsize)
+                band.tofile(file)
+            del bands
+    strategies = {}
+    for (name, _, _), path in zip(arrays, paths):
+        strategies[name] = np.load(path, mmap_mode="r")
+        os.unlink(path)
+    return strategies
 
 
 ASSEMBLY_BAND_BYTES = 1 << 29
@@ -1367,7 +1392,7 @@ def _scatter_twin(piece, path: str, side: str, ptr: np.ndarray, first: int, last
                 _scatter_band_at(at, local, source_ptr, piece[source], ptr, base, int(lo), int(hi), band)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _scatter_band_at(at, local, src_ptr, src_items, dst_ptr, base, lo, hi, band):
     """`_scatter_band`, state j's segment read at local state `local[j]` of the source."""
     for j in range(lo, hi):
@@ -1377,7 +1402,7 @@ def _scatter_band_at(at, local, src_ptr, src_items, dst_ptr, base, lo, hi, band)
             d += 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _scatter_band(at, src_ptr, src_items, dst_ptr, base, lo, hi, band):
     """Copy local state j's segment of `src_items`, for j in [lo, hi), to the
     segment of global state at[j] in `band`, which holds the items from `base` on."""
