@@ -1254,6 +1254,8 @@ def _assemble(
     twins_of: dict[int, list[int]] = collections.defaultdict(list)
     for twin, mirrored in twin_of.items():
         twins_of[mirrored].append(twin)
+    if not set(twins_of) <= set(numbers) - set(twin_of):  # else a twin's strategies would never be written
+        raise ValueError("a twin layer mirrors a layer whose strategies are not assembled")
     with futures.ThreadPoolExecutor(max(1, min(ASSEMBLY_THREADS, usable_cores()))) as pool:
         for (name, held_as), column in zip(columns, pool.map(mapped_column, *zip(*columns))):
             out[name] = column
