@@ -19,11 +19,6 @@ def ask_to_stop() -> None:
     _asked = True
 
 
-def stop_asked() -> bool:
-    """Whether a stop was asked since the run began (`forget`)."""
-    return _asked
-
-
 def stop_if_asked() -> None:
     """Raise `KeyboardInterrupt` if a stop was asked, even one whose own exception was lost."""
     if _asked:

@@ -1254,7 +1254,8 @@ def _assemble(
     twins_of: dict[int, list[int]] = collections.defaultdict(list)
     for twin, mirrored in twin_of.items():
         twins_of[mirrored].append(twin)
-    if not set(twins_of) <= set(numbers) - set(twin_of):  # else a twin's strategies would never be written
+    sources = [number for number in numbers if number not in twin_of]  # a twin's strategies are its source's
+    if not set(twins_of) <= set(sources):  # else a twin's strategies would never be written
         raise ValueError("a twin layer mirrors a layer whose strategies are not assembled")
     with futures.ThreadPoolExecutor(max(1, min(ASSEMBLY_THREADS, usable_cores()))) as pool:
         for (name, held_as), column in zip(columns, pool.map(mapped_column, *zip(*columns))):
@@ -1265,7 +1266,7 @@ def _assemble(
             out[f"{side}_ptr"] = _mapped(os.path.join(spill, f"out-{side}_ptr.npy"), offsets_of(count.astype(np.int64)))
             delattr(figures, f"{side}_count")
         for strategies in pool.map(
-            lambda side: _assembled_strategies(side, np.asarray(out[f"{side}_ptr"]), numbers, twin_of, twins_of, spill),
+            lambda side: _assembled_strategies(side, np.asarray(out[f"{side}_ptr"]), sources, twins_of, spill),
             ("row", "col"),
         ):
             out.update(strategies)
@@ -1273,12 +1274,14 @@ def _assemble(
 
 
 ASSEMBLY_THREADS = 2  # arrays `_assemble` writes at once
+_IN_ORDER = np.zeros(0, np.int64)  # `_scatter_band`'s `local` where a layer's file holds its own strategies
 
 
 def _assembled_strategies(
-    side: str, ptr: np.ndarray, numbers: list[int], twin_of: dict[int, int], twins_of: dict[int, list[int]], spill: str,
+    side: str, ptr: np.ndarray, sources: list[int], twins_of: dict[int, list[int]], spill: str,
 ) -> dict[str, np.ndarray]:
-    """A side's actions and weights (`_assemble`), at the offsets `ptr`, memory-mapped."""
+    """A side's actions and weights (`_assemble`), at the offsets `ptr`, memory-mapped: from the
+    files of the layers `sources`, each also filling its twin layers' (`twins_of`)."""
     # A side's actions and weights share their offsets: one pass over the layers' files fills both.
     arrays = ((f"{side}_actions", f"{side}_actions", np.int16), (f"{side}_strategy", side, np.float64))
     paths, starts = [], []
@@ -1297,16 +1300,14 @@ def _assembled_strategies(
             # is filled in memory from every layer, then written once, past any mapping.
             base = int(ptr[first])
             bands = [np.empty(int(ptr[last]) - base, kind) for _, _, kind in arrays]
-            for number in numbers:
-                if number in twin_of:
-                    continue  # filled with its source's
+            for number in sources:
                 with np.load(os.path.join(spill, f"{number}.npz")) as piece:
                     at = piece["at"]
                     lo, hi = np.searchsorted(at, [first, last])
                     if hi > lo:
                         piece_ptr = piece[f"{side}_ptr"]
                         for (_, source, _), band in zip(arrays, bands):
-                            _scatter_band(at, piece_ptr, piece[source], ptr, base, int(lo), int(hi), band)
+                            _scatter_band(at, _IN_ORDER, piece_ptr, piece[source], ptr, base, int(lo), int(hi), band)
                     for twin in twins_of.get(number, ()):
                         _scatter_twin(piece, os.path.join(spill, f"{twin}.npz"), side, ptr, first, last, bands)
             for file, start, band in zip(files, starts, bands):
@@ -1391,25 +1392,17 @@ def _scatter_twin(piece, path: str, side: str, ptr: np.ndarray, first: int, last
         if hi > lo:
             local, source_ptr, base = twin["local"], piece[f"{other}_ptr"], int(ptr[first])
             for source, band in zip((f"{other}_actions", other), bands):
-                _scatter_band_at(at, local, source_ptr, piece[source], ptr, base, int(lo), int(hi), band)
+                _scatter_band(at, local, source_ptr, piece[source], ptr, base, int(lo), int(hi), band)
 
 
 @numba.njit(cache=True, nogil=True)
-def _scatter_band_at(at, local, src_ptr, src_items, dst_ptr, base, lo, hi, band):
-    """`_scatter_band`, state j's segment read at local state `local[j]` of the source."""
+def _scatter_band(at, local, src_ptr, src_items, dst_ptr, base, lo, hi, band):
+    """Copy the segment of `src_items` of local state `local[j]` (of j itself
+    where `local` is empty), for j in [lo, hi), to the segment of global
+    state at[j] in `band`, which holds the items from `base` on."""
     for j in range(lo, hi):
         d = dst_ptr[at[j]] - base
-        for k in range(src_ptr[local[j]], src_ptr[local[j] + 1]):
-            band[d] = src_items[k]
-            d += 1
-
-
-@numba.njit(cache=True, nogil=True)
-def _scatter_band(at, src_ptr, src_items, dst_ptr, base, lo, hi, band):
-    """Copy local state j's segment of `src_items`, for j in [lo, hi), to the
-    segment of global state at[j] in `band`, which holds the items from `base` on."""
-    for j in range(lo, hi):
-        d = dst_ptr[at[j]] - base
-        for k in range(src_ptr[j], src_ptr[j + 1]):
+        s = local[j] if local.shape[0] else j
+        for k in range(src_ptr[s], src_ptr[s + 1]):
             band[d] = src_items[k]
             d += 1
