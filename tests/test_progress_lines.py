@@ -29,11 +29,11 @@ def test_off_a_terminal_a_line_every_30_s_with_the_time_left_from_the_measured_r
     progress.update(50)  # under 30 s: nothing yet
     assert stream.getvalue() == ""
     clock.now = 31.0
-    progress.update(100)  # 100 in 31 s: 900 more take about 279 s
+    progress.update(100)  # 50 more in the 21 s since the first step: 900 more take about 378 s
     clock.now = 40.0
     progress.update(120)  # 9 s after the last line: nothing
     lines = stream.getvalue().splitlines()
-    assert lines == ["charge-spark: hidden phases solved: 100 of 1,000 (10.0%), about 5 min left"]
+    assert lines == ["charge-spark: hidden phases solved: 100 of 1,000 (10.0%), about 7 min left"]
     clock.now = 70.0
     progress.update(1000)  # done: no line, the command's own output follows
     progress.close()
@@ -46,10 +46,39 @@ def test_the_time_left_is_not_foretold_from_the_first_hundredths():
     clock.now = 31.0
     progress.update(100)  # 0.1% in 31 s: the start-up's rate, not the phase's
     clock.now = 62.0
-    progress.update(6_000)  # 6% in 62 s: about 970 s more
+    progress.update(6_000)  # 5,900 more in the 31 s since the first step: 94,000 more take about 494 s
     assert stream.getvalue().splitlines() == [
         "charge-spark: solving: 100 of 100,000 (0.1%), time left not known yet",
-        "charge-spark: solving: 6,000 of 100,000 (6.0%), about 17 min left"]
+        "charge-spark: solving: 6,000 of 100,000 (6.0%), about 9 min left"]
+
+
+def test_the_time_before_the_first_step_is_not_part_of_the_rate():
+    """Processes starting and kernels compiling before the first step is done
+    (70 s of a fresh install's printed solve) would make the time left look
+    several times longer than it is, for the rest of the phase."""
+    stream, clock = io.StringIO(), Clock()
+    progress = PhaseProgress("solving", 100_000, stream=stream, terminal=False, clock=clock)
+    clock.now = 70.0
+    progress.update(1_000)  # the first step, after 70 s of start-up
+    for second in range(71, 131):
+        clock.now = float(second)
+        progress.update(1_000 + 500 * (second - 70))  # then 500 a second
+    # At 100 s: 15,000 more in the 30 s since the first step, 84,000 left: 168 s, not the
+    # 84,000 * 100 / 16,000 = 525 s that the rate since the start gives.
+    assert stream.getvalue().splitlines() == [
+        "charge-spark: solving: 1,000 of 100,000 (1.0%), time left not known yet",
+        "charge-spark: solving: 16,000 of 100,000 (16.0%), about 3 min left",
+        "charge-spark: solving: 31,000 of 100,000 (31.0%), about 3 min left"]
+    progress.close()
+
+
+def test_before_a_second_step_the_rate_is_since_the_start():
+    """A phase of a few long steps (the report's further solves) tells the time left after its first."""
+    stream, clock = io.StringIO(), Clock()
+    progress = PhaseProgress("solving", 4, stream=stream, terminal=False, clock=clock)
+    clock.now = 240.0
+    progress.update(1)  # a quarter in 240 s: three more take 720 s
+    assert stream.getvalue().splitlines() == ["charge-spark: solving: 1 of 4 (25.0%), about 12 min left"]
 
 
 def test_on_a_terminal_a_bar():

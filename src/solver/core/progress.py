@@ -19,8 +19,8 @@ from tqdm import tqdm
 LINE_EVERY = 30.0  # seconds between two lines when stderr is not a terminal
 KNOWN_SHARE = 0.02
 """The share of a phase done before its time left is given: until then the rate
-since the start is mostly the start's own (processes starting, compiled kernels
-loading), and the printed rules' solve foretold 16.5 h at 0.1% where it took 20 min."""
+is that of a few steps, and the printed rules' solve foretold 16.5 h at 0.1%
+where it took 20 min."""
 PROGRAM = ""  # set by the application: a line reads "PROGRAM: label: ..."
 
 
@@ -63,6 +63,11 @@ class PhaseProgress:
         self.stream = stream if stream is not None else sys.stderr
         self.terminal = draws_bars(self.stream) if terminal is None else terminal
         self.started = self.last_line = clock()
+        # The rate is measured from the first step done, not from the start: before it the phase's
+        # processes start and their compiled kernels load (or compile, the first time), which is no
+        # part of the rate. From the start, the printed rules' solve in a fresh install foretold
+        # 29 min at 6% where 7 min were left (70 s went by before its first layer was done).
+        self.first: tuple[float, int] | None = None
         self.bar = (tqdm(total=total, desc=label, file=self.stream, unit=unit, delay=delay)
                     if shown and self.terminal else None)
         self.done = 0
@@ -80,6 +85,8 @@ class PhaseProgress:
         if self.bar is not None:
             self.bar.update(done - self.done)
         self.done = done
+        if self.first is None and done > 0:
+            self.first = (self.clock(), done)
         if not self.shown or self.bar is not None:
             return
         now = self.clock()
@@ -88,16 +95,23 @@ class PhaseProgress:
             print(f"{PROGRAM}: {self.line(now)}" if PROGRAM else self.line(now), file=self.stream, flush=True)
 
     def line(self, now: float) -> str:
-        """'{label}: 1,200 of 17,373 (6.9%), about 2.5 h left', the rate measured since the start
-        (the time left not known yet below `KNOWN_SHARE` done); without a total,
-        '{label}: 12,345,678 so far, in about 4 min'."""
+        """'{label}: 1,200 of 17,373 (6.9%), about 2.5 h left', the rate measured since the
+        first step done (`_left`; the time left not known yet below `KNOWN_SHARE` done);
+        without a total, '{label}: 12,345,678 so far, in about 4 min'."""
         elapsed = now - self.started
         if self.total is None:
             return f"{self.label}: {self.done:,}{self.unit} so far, in {rounded_duration(elapsed)}"
         share = self.done / self.total if self.total else 1.0
-        left = "time left not known yet" if self.done == 0 or share < KNOWN_SHARE else (
-            f"{rounded_duration(elapsed * (self.total - self.done) / self.done)} left")
-        return f"{self.label}: {self.done:,} of {self.total:,}{self.unit} ({100 * share:.1f}%), {left}"
+        return f"{self.label}: {self.done:,} of {self.total:,}{self.unit} ({100 * share:.1f}%), {self._left(now, share)}"
+
+    def _left(self, now: float, share: float) -> str:
+        """'about 4 min left' at the rate since the first step done (since the start while
+        only one step is: a phase of a few long steps), or 'time left not known yet'."""
+        if self.first is None or share < KNOWN_SHARE:
+            return "time left not known yet"
+        since, before = self.first if self.done > self.first[1] and now > self.first[0] else (self.started, 0)
+        rate = (self.done - before) / max(now - since, 1e-9)
+        return f"{rounded_duration(((self.total or 0) - self.done) / rate)} left"
 
     def close(self) -> None:
         if self.bar is not None:
