@@ -49,14 +49,17 @@ def note_on_stderr(message: str) -> None:
 SOLVE_START = 5.0
 """Seconds `query` foretells for a solve whatever its size (the process
 started, the compiled kernels loaded, the table stored) ..."""
-SOLVE_RATE = 40_000
+SOLVE_RATE = 60_000
 """... and states a second past that, a whole run from process start to table
-solved on the project's 2-core machine: the printed rules' 49,383,601 states
-took 1,232 s from an empty cache (9ed71cf, 2026-12-05, at nice 10 beside
-other work for part of it), and `board=S*M` health 1's 214,123 states 6.0 to
-6.3 s (idle). Rule sets where a side has no stationary optimal strategy go
-slower (the printed rules with Spark dealing 2: 1 h 17 min for 47.3 M
-states, at c267ae7)."""
+stored on the project's 2-core machine, alone: the printed rules' 49,383,601
+states took 875 s (ec69077) and, hours later on another machine of that kind,
+698 s (dac55f4, its kernels compiled in the run); the what-if
+`cost.counter.disc=1`'s 53,410,717 took 863 s and 745 s: 57,000 to 72,000 a
+second (2026-12-07). At 60,000 the printed rules are foretold 14 min. (The
+rate was 40,000 until then, measured at 9ed71cf on 2026-12-05, and foretold
+21 min.) Rule sets where a side has no
+stationary optimal strategy go slower (the printed rules with Spark dealing
+2: 1 h 17 min for 47.3 M states, at c267ae7)."""
 
 UNASKED_SOLVE_LIMIT = 5_000_000
 """The most states (estimated) `query` solves without `--max-states` (about 2
