@@ -198,6 +198,42 @@ def test_strategies_assembled_a_few_states_at_a_time_are_the_same(solved_both_wa
         np.testing.assert_array_equal(getattr(banded, name), getattr(whole_bands, name), err_msg=name)
 
 
+def test_the_assembly_threads_never_parse_two_npy_headers_at_once(monkeypatch):
+    """numpy parses a .npy header with `ast.literal_eval`, which CPython 3.11 cannot run on
+    two threads at once ("SystemError: AST constructor recursion depth mismatch", seen once
+    at the end of a solve): the assembly's two threads take turns. Each parse is slowed here,
+    so that two threads that did not take turns would overlap."""
+    import ast
+    import threading
+    import time
+
+    import solver.core.layered as layered_module
+
+    monkeypatch.setattr(layered_module, "usable_cores", lambda: 2)
+    real_literal_eval, lock = ast.literal_eval, threading.Lock()
+    inside, most, threads = [0], [0], set()
+
+    def slow_literal_eval(text):
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            threads.add(threading.get_ident())
+        time.sleep(0.002)
+        try:
+            return real_literal_eval(text)
+        finally:
+            with lock:
+                inside[0] -= 1
+
+    game, root, layers, alone, _ = _both(VARIANTS["no-bonus"])
+    monkeypatch.setattr(ast, "literal_eval", slow_literal_eval)
+    again = solve_layers(game, layers)
+    assert len(threads) >= 2  # the headers were parsed on both threads ...
+    assert most[0] == 1  # ... never two at once
+    for name in ("row_strategy", "col_strategy", "middle"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(alone, name), err_msg=name)
+
+
 def test_the_figures_hold_each_layer_in_one_run_and_the_table_finds_its_states_there(solved_both_ways, tmp_path):
     """The shared figures hold the layers' states one layer after another, so that a layer
     writes one run of each array; `slot_of` finds the table's state i there."""
