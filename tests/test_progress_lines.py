@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from solver.core.progress import seconds_left
 from solver.progress_lines import PhaseProgress, rounded_duration
 
 
@@ -157,3 +158,10 @@ def test_a_terminal_without_a_width_gets_lines_not_a_bar():
     finally:
         os.close(main)
         os.close(side)
+
+
+def test_seconds_left_is_at_the_rate_since_the_first_step():
+    """What the lines and the explorer's progress page both foretell."""
+    assert seconds_left(100, 0, 50.0, 0.0, None) is None  # no step yet
+    assert seconds_left(100, 10, 30.0, 0.0, (30.0, 10)) == 270.0  # one step: since the start, 10 in 30 s
+    assert seconds_left(100, 50, 40.0, 0.0, (30.0, 10)) == 12.5  # 40 more in the 10 s since the first step

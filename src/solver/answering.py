@@ -57,9 +57,9 @@ states took 875 s (ec69077) and, hours later on another machine of that kind,
 `cost.counter.disc=1`'s 53,410,717 took 863 s and 745 s: 57,000 to 72,000 a
 second (2026-12-07). At 60,000 the printed rules are foretold 14 min. (The
 rate was 40,000 until then, measured at 9ed71cf on 2026-12-05, and foretold
-21 min.) Rule sets where a side has no
-stationary optimal strategy go slower (the printed rules with Spark dealing
-2: 1 h 17 min for 47.3 M states, at c267ae7)."""
+21 min.) Rule sets where a side has no stationary optimal strategy go slower
+(the printed rules with Spark dealing 2: 1 h 17 min for 47.3 M states, at
+c267ae7)."""
 
 UNASKED_SOLVE_LIMIT = 5_000_000
 """The most states (estimated) `query` solves without `--max-states` (about 2

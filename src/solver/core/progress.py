@@ -35,6 +35,23 @@ def rounded_duration(seconds: float) -> str:
     return f"about {math.ceil(seconds / 1800) / 2:g} h"
 
 
+def seconds_left(total: int, done: int, now: float, started: float, first: tuple[float, int] | None) -> float | None:
+    """Seconds until `done` reaches `total` at the rate since the first step done
+    (`first`: when, and how many it made done), or since `started` while that step
+    is the only one (a phase of a few long steps); None before any step.
+
+    Not since the start: before the first step a solve's processes start and
+    their compiled kernels load (or compile, the first time), which is no part
+    of the rate. From the start, the printed rules' solve in a fresh install
+    foretold 29 min at 6% where 7 min were left (70 s went by before its first
+    layer was done)."""
+    if first is None or done <= 0:
+        return None
+    since, before = first if done > first[1] and now > first[0] else (started, 0)
+    rate = (done - before) / max(now - since, 1e-9)
+    return (total - done) / rate if rate > 0 else None
+
+
 def draws_bars(stream: TextIO) -> bool:
     """Whether `stream` is a terminal a bar can be drawn on. A pseudo-terminal
     opened without a size (`script`, some containers' `-t`) has 0 columns, and
@@ -63,11 +80,7 @@ class PhaseProgress:
         self.stream = stream if stream is not None else sys.stderr
         self.terminal = draws_bars(self.stream) if terminal is None else terminal
         self.started = self.last_line = clock()
-        # The rate is measured from the first step done, not from the start: before it the phase's
-        # processes start and their compiled kernels load (or compile, the first time), which is no
-        # part of the rate. From the start, the printed rules' solve in a fresh install foretold
-        # 29 min at 6% where 7 min were left (70 s went by before its first layer was done).
-        self.first: tuple[float, int] | None = None
+        self.first: tuple[float, int] | None = None  # when the first step was done, and how many it made done
         self.bar = (tqdm(total=total, desc=label, file=self.stream, unit=unit, delay=delay)
                     if shown and self.terminal else None)
         self.done = 0
@@ -96,22 +109,15 @@ class PhaseProgress:
 
     def line(self, now: float) -> str:
         """'{label}: 1,200 of 17,373 (6.9%), about 2.5 h left', the rate measured since the
-        first step done (`_left`; the time left not known yet below `KNOWN_SHARE` done);
-        without a total, '{label}: 12,345,678 so far, in about 4 min'."""
+        first step done (`seconds_left`; the time left not known yet below `KNOWN_SHARE`
+        done); without a total, '{label}: 12,345,678 so far, in about 4 min'."""
         elapsed = now - self.started
         if self.total is None:
             return f"{self.label}: {self.done:,}{self.unit} so far, in {rounded_duration(elapsed)}"
         share = self.done / self.total if self.total else 1.0
-        return f"{self.label}: {self.done:,} of {self.total:,}{self.unit} ({100 * share:.1f}%), {self._left(now, share)}"
-
-    def _left(self, now: float, share: float) -> str:
-        """'about 4 min left' at the rate since the first step done (since the start while
-        only one step is: a phase of a few long steps), or 'time left not known yet'."""
-        if self.first is None or share < KNOWN_SHARE:
-            return "time left not known yet"
-        since, before = self.first if self.done > self.first[1] and now > self.first[0] else (self.started, 0)
-        rate = (self.done - before) / max(now - since, 1e-9)
-        return f"{rounded_duration(((self.total or 0) - self.done) / rate)} left"
+        left = seconds_left(self.total, self.done, now, self.started, self.first) if share >= KNOWN_SHARE else None
+        told = "time left not known yet" if left is None else f"{rounded_duration(left)} left"
+        return f"{self.label}: {self.done:,} of {self.total:,}{self.unit} ({100 * share:.1f}%), {told}"
 
     def close(self) -> None:
         if self.bar is not None:

@@ -17,6 +17,7 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 
 from ..core.lifetime import die_with_parent
+from ..core.progress import seconds_left
 from ..core.resources import FOLLOW_PLAY_BYTES_PER_STATE, states_that_fit
 from ..core.table_file import table_path
 from ..storage import default_cache_dir
@@ -78,6 +79,7 @@ def reporting_progress(report: Callable[[dict], None]) -> Iterator[None]:
         def __init__(self, desc: str = "", total: int | None = None, **_: Any) -> None:
             self.desc, self.total, self.n = desc, total, 0
             self.started = time.monotonic()
+            self.first: tuple[float, int] | None = None  # the first step done: when, and how many
             if desc == "solving":
                 shown.update(phase="solving", states_to_solve=total)
                 send(force=True)
@@ -92,9 +94,12 @@ def reporting_progress(report: Callable[[dict], None]) -> Iterator[None]:
             elif self.desc == "solving":  # a rank-by-rank solve counts each rank as it finishes it
                 shown["states_solved"] = self.n
                 shown["ranks_solved"] += 1
-                if self.total and self.n:
-                    pace = (time.monotonic() - self.started) / self.n
-                    shown["seconds_left"] = round(pace * (self.total - self.n), 1)
+                now = time.monotonic()
+                if self.first is None and self.n > 0:
+                    self.first = (now, self.n)
+                if self.total:
+                    left = seconds_left(self.total, self.n, now, self.started, self.first)
+                    shown["seconds_left"] = None if left is None else round(left, 1)
             send()
 
         def __enter__(self) -> ProgressBar:
