@@ -4,7 +4,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install solve report test test-all lint clean docs
 
-# The printed rules solved from the start (12 to 20 min on 2 cores, up to 6.7 GB, a 12.3 GB table in
+# The printed rules solved from the start (10 to 20 min on 2 cores, up to 6.7 GB, a 12.3 GB table in
 # the cache: storing it needs about 55 GB free, and the solve says so first where the disk has less),
 # then the answer at the start, read back from the stored table.
 solve: $(STAMP)

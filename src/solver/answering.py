@@ -53,9 +53,9 @@ SOLVE_RATE = 60_000
 """... and states a second past that, a whole run from process start to table
 stored on the project's 2-core machine, alone: the printed rules' 49,383,601
 states took 875 s (ec69077) and, hours later on another machine of that kind,
-698 s (dac55f4, its kernels compiled in the run); the what-if
-`cost.counter.disc=1`'s 53,410,717 took 863 s and 745 s: 57,000 to 72,000 a
-second (2026-12-07). At 60,000 the printed rules are foretold 14 min. (The
+698, 597 and 590 s (dac55f4 and twice 92981aa, kernels compiled in the run);
+the what-if `cost.counter.disc=1`'s 53,410,717 took 863 s and 745 s: 57,000
+to 84,000 a second (2026-12-07), 60,000 on a slower hour. At 60,000 the printed rules are foretold 14 min. (The
 rate was 40,000 until then, measured at 9ed71cf on 2026-12-05, and foretold
 21 min.) Rule sets where a side has no stationary optimal strategy go slower
 (the printed rules with Spark dealing 2: 1 h 17 min for 47.3 M states, at
