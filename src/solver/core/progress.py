@@ -98,11 +98,11 @@ class PhaseProgress:
         if self.bar is not None:
             self.bar.update(done - self.done)
         self.done = done
-        if self.first is None and done > 0:
-            self.first = (self.clock(), done)
         if not self.shown or self.bar is not None:
             return
         now = self.clock()
+        if self.first is None and done > 0:
+            self.first = (now, done)
         if now - self.last_line >= self.every and (self.total is None or done < self.total):
             self.last_line = now
             print(f"{PROGRAM}: {self.line(now)}" if PROGRAM else self.line(now), file=self.stream, flush=True)
