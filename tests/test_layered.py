@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from parse_overlaps import overlapping_parses
 from rules.charge_spark.config import RuleSet, apply_overrides
 from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
@@ -201,35 +202,16 @@ def test_strategies_assembled_a_few_states_at_a_time_are_the_same(solved_both_wa
 def test_the_assembly_threads_never_parse_two_npy_headers_at_once(monkeypatch):
     """numpy parses a .npy header with `ast.literal_eval`, which CPython 3.11 cannot run on
     two threads at once ("SystemError: AST constructor recursion depth mismatch", seen once
-    at the end of a solve): the assembly's two threads take turns. Each parse is slowed here,
-    so that two threads that did not take turns would overlap."""
-    import ast
-    import threading
-    import time
-
+    at the end of a solve): the assembly's two threads take turns (`core.ast_parsing`). Each
+    parse is slowed here, so that two threads that did not take turns would overlap."""
     import solver.core.layered as layered_module
 
     monkeypatch.setattr(layered_module, "usable_cores", lambda: 2)
-    real_literal_eval, lock = ast.literal_eval, threading.Lock()
-    inside, most, threads = [0], [0], set()
-
-    def slow_literal_eval(text):
-        with lock:
-            inside[0] += 1
-            most[0] = max(most[0], inside[0])
-            threads.add(threading.get_ident())
-        time.sleep(0.002)
-        try:
-            return real_literal_eval(text)
-        finally:
-            with lock:
-                inside[0] -= 1
-
     game, root, layers, alone, _ = _both(VARIANTS["no-bonus"])
-    monkeypatch.setattr(ast, "literal_eval", slow_literal_eval)
+    parses = overlapping_parses(monkeypatch)
     again = solve_layers(game, layers)
-    assert len(threads) >= 2  # the headers were parsed on both threads ...
-    assert most[0] == 1  # ... never two at once
+    assert len(parses.threads) >= 2  # the headers were parsed on both threads ...
+    assert parses.most == 1  # ... never two at once
     for name in ("row_strategy", "col_strategy", "middle"):
         np.testing.assert_array_equal(getattr(again, name), getattr(alone, name), err_msg=name)
 

@@ -37,7 +37,6 @@ import multiprocessing
 import os
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -1276,27 +1275,6 @@ def _assemble(
 
 ASSEMBLY_THREADS = 2  # arrays `_assemble` writes at once
 _IN_ORDER = np.zeros(0, np.int64)  # `_scatter_band`'s `local` where a layer's file holds its own strategies
-_NPY_HEADERS = threading.Lock()
-"""Held while the assembly's threads read an array from a .npy file or member:
-numpy parses its header with `ast.literal_eval`, and CPython 3.11 keeps the
-AST constructor's recursion depth per interpreter, so two threads parsing at
-once (one switched out by a collection mid-parse) can fail with "SystemError:
-AST constructor recursion depth mismatch" (python/cpython#106905). Seen once
-in the suite, at the end of a solve."""
-
-
-def _member(archive, name: str) -> np.ndarray:
-    """Array `name` of an open .npz `archive`, read on an assembly thread."""
-    with _NPY_HEADERS:
-        return archive[name]
-
-
-def _mapped_file(path: str) -> np.ndarray:
-    """The .npy file at `path`, memory-mapped read-only, opened on an assembly thread."""
-    with _NPY_HEADERS:
-        return np.load(path, mmap_mode="r")
-
-
 def _assembled_strategies(
     side: str, ptr: np.ndarray, sources: list[int], twins_of: dict[int, list[int]], spill: str,
 ) -> dict[str, np.ndarray]:
@@ -1322,13 +1300,13 @@ def _assembled_strategies(
             bands = [np.empty(int(ptr[last]) - base, kind) for _, _, kind in arrays]
             for number in sources:
                 with np.load(os.path.join(spill, f"{number}.npz")) as piece:
-                    at = _member(piece, "at")
+                    at = piece["at"]
                     lo, hi = np.searchsorted(at, [first, last])
                     if hi > lo:
-                        piece_ptr = _member(piece, f"{side}_ptr")
+                        piece_ptr = piece[f"{side}_ptr"]
                         for (_, source, _), band in zip(arrays, bands):
                             _scatter_band(
-                                at, _IN_ORDER, piece_ptr, _member(piece, source), ptr, base, int(lo), int(hi), band,
+                                at, _IN_ORDER, piece_ptr, piece[source], ptr, base, int(lo), int(hi), band,
                             )
                     for twin in twins_of.get(number, ()):
                         _scatter_twin(piece, os.path.join(spill, f"{twin}.npz"), side, ptr, first, last, bands)
@@ -1338,7 +1316,7 @@ def _assembled_strategies(
             del bands
     strategies = {}
     for (name, _, _), path in zip(arrays, paths):
-        strategies[name] = _mapped_file(path)
+        strategies[name] = np.load(path, mmap_mode="r")
         os.unlink(path)
     return strategies
 
@@ -1382,7 +1360,7 @@ def _mapped_column(
         release_source()  # pages read again for the next chunk are faulted in a run at a time (read-ahead)
     target.flush()
     del target
-    mapped = _mapped_file(path)
+    mapped = np.load(path, mmap_mode="r")
     os.unlink(path)
     return mapped
 
@@ -1409,12 +1387,12 @@ def _scatter_twin(piece, path: str, side: str, ptr: np.ndarray, first: int, last
     what the other side plays at its twin in the source layer (`piece`)."""
     other = "col" if side == "row" else "row"
     with np.load(path) as twin:
-        at = _member(twin, "at")
+        at = twin["at"]
         lo, hi = np.searchsorted(at, [first, last])
         if hi > lo:
-            local, source_ptr, base = _member(twin, "local"), _member(piece, f"{other}_ptr"), int(ptr[first])
+            local, source_ptr, base = twin["local"], piece[f"{other}_ptr"], int(ptr[first])
             for source, band in zip((f"{other}_actions", other), bands):
-                _scatter_band(at, local, source_ptr, _member(piece, source), ptr, base, int(lo), int(hi), band)
+                _scatter_band(at, local, source_ptr, piece[source], ptr, base, int(lo), int(hi), band)
 
 
 @numba.njit(cache=True, nogil=True)
