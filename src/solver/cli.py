@@ -489,7 +489,7 @@ def report(ctx: click.Context, rules_file: str | None, overrides: tuple[str, ...
                                         " kept in the cache: run the report again to resume")
 
     try:
-        built = build_report(rule_set, cache_dir, workers=workers, show_progress=sys.stderr.isatty(), log=note,
+        built = build_report(rule_set, cache_dir, workers=workers, show_progress=True, log=note,
                              sections=sections, on_partial=show_partial, client=client, parts_file=parts_file)
     except BaseException as error:  # the page so far says at its top that it will not be finished
         partial.mark_stopped("was interrupted" if _caused_by_interrupt(error) else f"failed: {printable(str(error))}")
@@ -569,7 +569,7 @@ def hidden(
     rule_set = rules_in_force(rules_file, overrides)
     on_tree = None if efg_dir is None else efg_writer(Path(efg_dir), rule_set)
     started = time.perf_counter()
-    table = solved_table(rule_set, cache_dir, max_states=max_states, show_progress=sys.stderr.isatty() and not as_json,
+    table = solved_table(rule_set, cache_dir, max_states=max_states, show_progress=not as_json,
                          warn=warn, workers=usable_cores(), mapped=True)
     wild_table = None
     if wild:
@@ -670,7 +670,7 @@ def solve_openspiel(game_spec: str, as_json: bool, max_states: int | None) -> No
         raise click.UsageError(str(error)) from None
     game = OpenSpielGame(spiel_game)
     root = game.root()
-    result = solve_from(game, [root], show_progress=not as_json and sys.stderr.isatty(), max_states=max_states)
+    result = solve_from(game, [root], show_progress=not as_json, max_states=max_states)
     first = game.first_decision()
     i = result.index_of(first)
     rows = [game.action_label(first, 0, a) for a in result.row_actions[result.row_ptr[i] : result.row_ptr[i + 1]]]
