@@ -58,6 +58,18 @@ UNCERTIFIED_EXIT = 3
 NAMED_STATES = 5
 """How many of the states over the bound `solve` names, the worst first."""
 _ENVIRONMENT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EROFS, errno.EPERM, errno.ENOTDIR, errno.EISDIR}
+_NUMPY_NO_SPACE = "Not enough free space to write"
+"""How numpy says a file it writes (`np.save`, `tofile`) found the disk full: an OSError without an errno."""
+
+
+def _machine_error(error: OSError) -> str | None:
+    """What the machine refused, where `error` is the machine's doing (a full disk, a read-only or
+    forbidden directory) and not a bug: its one-line reason, else None."""
+    if error.errno in _ENVIRONMENT_ERRNOS:
+        return error.strerror or str(error)
+    if error.errno is None and str(error).startswith(_NUMPY_NO_SPACE):
+        return f"{os.strerror(errno.ENOSPC)} ({error})"
+    return None
 
 
 class ChargeSparkCLI(click.Group):
@@ -72,12 +84,12 @@ class ChargeSparkCLI(click.Group):
             click.echo(f"charge-spark: error: {printable(str(error))}", err=True)
             ctx.exit(2)
         except OSError as error:
-            if error.errno not in _ENVIRONMENT_ERRNOS:
+            refused = _machine_error(error)
+            if refused is None:
                 _report_internal_error(ctx, error)
-            # The machine, not the input: a full disk, a read-only or forbidden directory.
             where = f" ({error.filename})" if error.filename else ""
             click.echo(
-                f"charge-spark: error: {printable(error.strerror or str(error))}{printable(where)}; a solve writes"
+                f"charge-spark: error: {printable(refused)}{printable(where)}; a solve writes"
                 f" working files under {printable(tempfile.gettempdir())} (set TMPDIR to change it) and its table"
                 " to the cache directory (--cache-dir); nothing already saved was changed", err=True,
             )
