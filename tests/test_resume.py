@@ -105,6 +105,30 @@ def test_a_solve_killed_mid_rank_resumes_to_the_same_table(tmp_path, uninterrupt
     assert not resume.exists()  # kept work goes once the solve is done
 
 
+def test_a_resumed_solve_counts_its_kept_layers_as_one_step_before_any_it_solves(tmp_path, monkeypatch):
+    """Counted one by one, the kept layers were a burst of steps read in a moment, and the pace
+    measured from the first step (`core.progress.seconds_left`) took them for solving: a
+    resumed solve foretold far too short a time. As one step, the pace starts after them."""
+    resume = tmp_path / "resume"
+    _killed_solve(resume, layers_done=2)
+    kept: list[dict] = []
+    restored_layers = layered._restored_layers
+
+    def recorded(*args):
+        kept.append(restored_layers(*args))
+        return kept[-1]
+
+    monkeypatch.setattr(layered, "_restored_layers", recorded)
+    game, root = _game()
+    layers = enumerate_by_rank(game, [root])
+    steps: list[int] = []
+    layered.solve_layers(game, layers, progress=steps.append, resume_dir=resume)
+    assert len(kept[0]) >= 2
+    assert steps[0] == sum(done.states for done in kept[0].values())  # the kept layers, one step ...
+    assert len(steps) == 1 + len(layers) - len(kept[0])  # ... then one step for each layer solved here
+    assert sum(steps) == sum(layer.states.size for layer in layers)
+
+
 def test_damaged_kept_work_is_solved_again(tmp_path, uninterrupted):
     resume = tmp_path / "resume"
     _killed_solve(resume, layers_done=2)

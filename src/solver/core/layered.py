@@ -784,7 +784,10 @@ def _layers_solved(
         run = _LayersRun(all_states, figures, spill)
         restored = _restored_layers(checkpoint, figures, keep, spill) if checkpoint is not None else {}
         for done in restored.values():
-            _count_done(run, done, progress)
+            _count_done(run, done, None)
+        if progress is not None and restored:
+            # The kept layers as one step: the pace (measured from the first step) is then the layers solved here.
+            progress(sum(done.states for done in restored.values()))
         _CONTEXT = _LayerContext(game, layers, all_states, figures, spill, warm, keep, checkpoint)
         try:
             for number, done in _run_layers(layers, workers, frozenset(restored)):
