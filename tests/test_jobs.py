@@ -27,6 +27,13 @@ def square(x: int) -> int:
     return x * x
 
 
+def slow_square(x: int) -> int:
+    import time
+
+    time.sleep(1.5)
+    return x * x
+
+
 def square_but_die_on_four(x: int) -> int:
     if x == DIES:
         os._exit(1)  # as a process killed for its memory
@@ -141,3 +148,14 @@ def test_jobs_off_a_terminal_say_how_many_are_done(monkeypatch, capsys):
     lines = capsys.readouterr().err.splitlines()
     assert lines and lines[0].endswith("rows: 1 of 7 rows (14.3%), under 10 s left")  # the last answer prints none
     assert len(lines) == len(JOBS) - 1
+
+
+def test_jobs_that_run_long_are_said_to_run_before_any_ends(monkeypatch, capsys):
+    """A further solve of the printed rules runs 10-20 minutes: `report` in a log said nothing
+    all that while, 55 times over. Off a terminal a line comes every `LINE_EVERY` s while none ends."""
+    from solver.core import progress
+
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.2)
+    assert run_jobs(slow_square, [2, 3], workers=2, unit=" rows", show_progress=True) == [4, 9]
+    lines = capsys.readouterr().err.splitlines()
+    assert any(line.endswith("solving: 0 of 2 rows (0.0%), time left not known yet") for line in lines), lines

@@ -43,10 +43,11 @@ import os
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import progress
 from .lifetime import die_with_parent
 from .progress import PhaseProgress
 from .resources import usable_cores
@@ -201,6 +202,9 @@ def run_jobs(
                 on_answer(i, answer)
             bar.advance(1)
 
+        def still_running() -> None:
+            bar.update(bar.done)  # off a terminal, a line every `progress.LINE_EVERY` s while no job ends
+
         workers = workers or usable_cores()
         if client is not None:
             _on_cluster(client, work, jobs, keep, retries, placement or [None] * len(jobs))
@@ -208,11 +212,14 @@ def run_jobs(
             for i, job in enumerate(jobs):
                 keep(i, work(job))
         else:
-            _on_processes(work, jobs, min(workers, len(jobs)), keep)
+            _on_processes(work, jobs, min(workers, len(jobs)), keep, still_running)
     return [answers[i] for i in range(len(jobs))]
 
 
-def _on_processes(work: Callable, jobs: list, workers: int, keep: Callable[[int, Any], None]) -> None:
+def _on_processes(
+    work: Callable, jobs: list, workers: int, keep: Callable[[int, Any], None],
+    still_running: Callable[[], None] = lambda: None,
+) -> None:
     # spawn, not fork: the parent may hold threads (numba, tqdm) that fork would copy mid-state.
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=die_with_parent,
@@ -221,9 +228,15 @@ def _on_processes(work: Callable, jobs: list, workers: int, keep: Callable[[int,
     kept: set[int] = set()
     try:
         futures = {pool.submit(work, job): i for i, job in enumerate(jobs)}
-        for future in as_completed(futures):
-            keep(futures[future], future.result())
-            kept.add(futures[future])
+        pending = set(futures)
+        while pending:
+            # A further solve of the printed rules runs 10-20 minutes: said every `LINE_EVERY` s, not only when it ends.
+            done, pending = wait(pending, timeout=progress.LINE_EVERY, return_when=FIRST_COMPLETED)
+            if not done:
+                still_running()
+            for future in done:
+                keep(futures[future], future.result())
+                kept.add(futures[future])
     except BrokenProcessPool:
         _stop(pool)
         # The answers that came in before the pool broke are good: hand them on too.
