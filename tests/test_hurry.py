@@ -80,6 +80,39 @@ def test_a_won_position_is_converted_at_once():
     assert result.strict_exploitability.max() <= 1e-9
 
 
+# The Big Match, in P2's buzzer game. At 0 P2 has lost (P1 wins whatever it
+# does) but would end the game soon: P1 "stays" (row 0) or "absorbs" (row 1);
+# P2 plays L (col 0) or R (col 1). Stay against L wins, stay against R plays 0
+# again, absorb against R wins, absorb against L goes to 1, where P1 may wait
+# for ever. If P2 played L with a fixed chance q, P1 could stay, and P2 could
+# then only end the game by the next L; so P2 must keep q small (absorbing
+# against L ends nothing) but not zero (staying against R for ever ends
+# nothing either). With the buzzer's chance eta a turn, P2's best q solves
+# (1 - eta) q^2 + 2 eta q - eta = 0: about sqrt(eta).
+BIG_MATCH = DictGame(
+    {
+        0: {(0, 0): [(1.0, WIN)], (0, 1): [(1.0, 0)], (1, 0): [(1.0, 1)], (1, 1): [(1.0, WIN)]},
+        1: {(0, 0): [(1.0, 1)], (1, 0): [(1.0, WIN)]},
+    },
+    ["stay/L", "absorb/R"],
+)
+
+
+def test_the_big_match_creeps_one_round_at_a_time_and_settles_by_its_own_rule_all_the_same():
+    """One sweep between exact evaluations takes P2's q from 1/n to about
+    1/(n + 1) in round n (1/41 at the cap of 40 rounds, as on the printed
+    rules' capped parts), 25 times the right chance. Sweeping twice as often
+    each round once a part creeps, the part settles by its own rule within
+    the cap, at q within 1% of the exact sqrt-like root."""
+    result = solve_from(BIG_MATCH, [0, 1], show_progress=False)
+    assert "capped" not in result.hurried_rounds
+    eta = hurry_module.BUZZER
+    exact = (-eta + np.sqrt(eta * eta + (1.0 - eta) * eta)) / (1.0 - eta)
+    assert result.col_strategy[0] == pytest.approx(exact, rel=0.01)  # P2's L at 0
+    assert result.values == pytest.approx([1.0, 1.0])
+    assert result.max_exploitability <= 1e-9
+
+
 def _keep_the_value_solves_choice(p1_graph, p2_graph, lower, upper, row, col, exits, mirror=None, **_):
     n = p1_graph.num_states
     none, unknown = np.zeros(n, np.bool_), np.ones(n, np.bool_)  # stalls unknown: the scored guarantees are computed

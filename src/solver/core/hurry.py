@@ -75,8 +75,20 @@ MAX_ROUNDS = 40  # strategy-iteration rounds of one side's buzzer game, at most
 """A guard, not the rule: the iteration stops by its own rule (no strategy
 changes, or a round gains less than a hundredth of a turn), on board S*M at
 health 1 within 11 rounds, on the printed rules' health-1 board within 11
-(see docs/performance.md). A part stopped here is counted (`Rounds`) and
-`solve` warns. Until 2026-12-05 the cap was 4 and most parts reached it."""
+(see docs/performance.md); a part whose mixed strategies creep (a Big
+Match: `CREEP_FROM`) within about 20. A part stopped here is counted
+(`Rounds`) and `solve` warns. Until 2026-12-05 the cap was 4 and most parts
+reached it; until 2026-12-07 the creeping parts did (15 of the printed
+rules' 1,008), one sweep a round taking their mixed chance from 1/n to
+1/(n + 1)."""
+CREEP_FROM = 8
+"""From this round on a part not yet settled is creeping (its mixed
+strategies and values move by a little every round, as value iteration
+does where a discount of 1 - eta barely contracts): each round sweeps
+twice as often as the last before its exact evaluation, up to `MAX_SWEEPS`.
+The sweeps are change-driven, so by then they touch only the states still
+moving, while an exact evaluation costs the whole part."""
+MAX_SWEEPS = 4096
 STRATEGY_SETTLED = 1e-12  # a round that moves no strategy weight by more than this has converged
 MAX_FALLBACK_ROUNDS = 6
 IMPROVED = 1e-13  # a round that raises no buzzer value by more than this has converged
@@ -489,7 +501,9 @@ def _iterated_side(
     on, it stops once a sweep changes no strategy, or gains less than a
     hundredth of a turn anywhere. (Sweeps alone creep: in a loop the values
     rise by a fraction of what is left each sweep, while the strategies stopped
-    changing long before.)"""
+    changing long before.) Where the strategies creep too, a round sweeps
+    more often (`_sweeps_in_round`): the exact evaluation then no longer
+    moves a mixed chance by one step of a 1/n sequence per round."""
     sign = 1.0 if side == 0 else -1.0
     current = np.asarray(strategy, np.float64)
     # The first sweep starts from buzzer values of 0, the least either side can get, not from an exact
@@ -515,12 +529,44 @@ def _iterated_side(
             # The swept values are what the new strategy achieves at least (each state's
             # against values that only rose since), within a hundredth of a turn.
             return current, sign * swept, Rounds(done, False)
+        with phase_clock.phase("hurried play: tie-break sweeps"):
+            current, swept = _further_sweeps(
+                graph, guarantee, buzzer, swept, side, current, enough, stale, preds, memo, _sweeps_in_round(done),
+            )
         with phase_clock.phase("hurried play: best responses"):
             payoff = best_response_values(buzzer, side, current, swept)
         evaluated = True
         # The exact evaluation moves the buzzer values the sweep left: the states leading there are solved again.
         mark_stale(stale, np.abs(payoff - swept) > MOVED, *preds)
     return current, sign * payoff, Rounds(MAX_ROUNDS, True)
+
+
+def _sweeps_in_round(done: int) -> int:
+    """Tie-break sweeps between round `done`'s exact evaluations: one, until
+    `CREEP_FROM` rounds have not settled a part; then twice as many each round."""
+    return 1 if done < CREEP_FROM else min(2 ** (done - CREEP_FROM + 1), MAX_SWEEPS)
+
+
+def _further_sweeps(
+    graph: GameGraph, guarantee: np.ndarray, buzzer: GameGraph, swept: np.ndarray, side: int,
+    strategy: np.ndarray, gain: float, stale: np.ndarray, preds: tuple[np.ndarray, np.ndarray],
+    memo: StageMemo, sweeps: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(strategy, buzzer values) after up to `sweeps` - 1 more Gauss-Seidel
+    sweeps from `swept`, stopping early once a sweep moves no strategy or
+    raises no value by more than `gain`. The values stay lower bounds of what
+    the strategy achieves (they only rise, each a stage guarantee against
+    its successors' values), so the round's exact evaluation can start from
+    them as from one sweep's."""
+    sign = 1.0 if side == 0 else -1.0
+    for _ in range(sweeps - 1):
+        further, raised, _ = improve_strategy(graph, guarantee, buzzer, swept, side, strategy, gain, stale, preds, memo)
+        moved = np.max(np.abs(further - strategy), initial=0.0)
+        rose = float(np.max(sign * (raised - swept), initial=0.0))
+        strategy, swept = further, raised
+        if moved <= STRATEGY_SETTLED or rose <= gain:
+            break
+    return strategy, swept
 
 
 def _with_fallback(
