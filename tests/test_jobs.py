@@ -114,6 +114,16 @@ def test_on_dask_the_answers_are_those_of_a_local_run(client):
     assert sorted(handed) == [(i, x * x) for i, x in enumerate(JOBS)]
 
 
+def test_on_dask_jobs_that_run_long_are_said_to_run_before_any_ends(client, monkeypatch, capsys):
+    """`report --scheduler` runs its further solves on a cluster: a line every `LINE_EVERY` s there too."""
+    from solver.core import progress
+
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.2)
+    assert run_jobs(slow_square, [2, 3], client=client, unit=" rows", show_progress=True) == [4, 9]
+    lines = capsys.readouterr().err.splitlines()
+    assert any(line.endswith("solving: 0 of 2 rows (0.0%), time left not known yet") for line in lines), lines
+
+
 def test_on_dask_a_job_that_kills_its_workers_is_named_after_the_others_are_answered(client):
     handed: list[tuple[int, int]] = []
     with pytest.raises(WorkersLostError) as lost:

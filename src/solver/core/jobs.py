@@ -41,6 +41,7 @@ import logging
 import multiprocessing
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -207,7 +208,7 @@ def run_jobs(
 
         workers = workers or usable_cores()
         if client is not None:
-            _on_cluster(client, work, jobs, keep, retries, placement or [None] * len(jobs))
+            _on_cluster(client, work, jobs, keep, retries, placement or [None] * len(jobs), still_running)
         elif workers == 1 or len(jobs) <= 1:
             for i, job in enumerate(jobs):
                 keep(i, work(job))
@@ -261,9 +262,12 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         process.terminate()
 
 
+_POLL = 0.1  # s between looks at a cluster's finished jobs while none is ready (as `distributed.as_completed` looks)
+
+
 def _on_cluster(
     client: Client, work: Callable, jobs: list, keep: Callable[[int, Any], None], retries: int,
-    placement: Sequence[Sequence[str] | None],
+    placement: Sequence[Sequence[str] | None], still_running: Callable[[], None] = lambda: None,
 ) -> None:
     from distributed import as_completed as completed
     from distributed.scheduler import KilledWorker
@@ -276,13 +280,25 @@ def _on_cluster(
     position = {future.key: i for i, future in enumerate(futures)}
     lost: list[int] = []
     try:
-        for future in completed(futures):
+        answers = completed(futures)
+        said = time.monotonic()
+        while not answers.is_empty():
+            if not answers.has_ready():
+                # As on local processes, said every `LINE_EVERY` s while no job ends (polled as
+                # `as_completed` itself polls: its timeout is a deadline for all the jobs).
+                time.sleep(_POLL)
+                if time.monotonic() - said >= progress.LINE_EVERY:
+                    still_running()
+                    said = time.monotonic()
+                continue
+            future = next(answers)
             try:
                 answer = future.result()
             except KilledWorker:
                 lost.append(position[future.key])  # the others still run: their answers are worth having
                 continue
             keep(position[future.key], answer)
+            said = time.monotonic()
     finally:
         client.cancel(futures)  # no-op for the finished ones
     if lost:
