@@ -102,8 +102,8 @@ def test_the_big_match_creeps_one_round_at_a_time_and_settles_by_its_own_rule_al
     """One sweep between exact evaluations takes P2's q from 1/n to about
     1/(n + 1) in round n (1/41 at the cap of 40 rounds, as on the printed
     rules' capped parts), 25 times the right chance. Sweeping twice as often
-    each round once a part creeps, the part settles by its own rule within
-    the cap, at q within 1% of the exact sqrt-like root."""
+    each round as the last, the part settles by its own rule within the
+    cap, at q within 1% of the exact sqrt-like root."""
     result = solve_from(BIG_MATCH, [0, 1], show_progress=False)
     assert "capped" not in result.hurried_rounds
     eta = hurry_module.BUZZER

@@ -75,19 +75,21 @@ MAX_ROUNDS = 40  # strategy-iteration rounds of one side's buzzer game, at most
 """A guard, not the rule: the iteration stops by its own rule (no strategy
 changes, or a round gains less than a hundredth of a turn), on board S*M at
 health 1 within 11 rounds, on the printed rules' health-1 board within 11
-(see docs/performance.md); a part whose mixed strategies creep (a Big
-Match: `CREEP_FROM`) within about 20. A part stopped here is counted
+(see docs/performance.md); parts whose mixed strategies creep (a Big
+Match) within about 20 (`MORE_SWEEPS_FROM`). A part stopped here is counted
 (`Rounds`) and `solve` warns. Until 2026-12-05 the cap was 4 and most parts
 reached it; until 2026-12-07 the creeping parts did (15 of the printed
 rules' 1,008), one sweep a round taking their mixed chance from 1/n to
 1/(n + 1)."""
-CREEP_FROM = 8
-"""From this round on a part not yet settled is creeping (its mixed
-strategies and values move by a little every round, as value iteration
-does where a discount of 1 - eta barely contracts): each round sweeps
-twice as often as the last before its exact evaluation, up to `MAX_SWEEPS`.
-The sweeps are change-driven, so by then they touch only the states still
-moving, while an exact evaluation costs the whole part."""
+MORE_SWEEPS_FROM = 2
+"""From this round on, each round sweeps twice as often as the last before
+its exact evaluation, up to `MAX_SWEEPS` (modified policy iteration). The
+sweeps are change-driven, so the extra ones touch only the states still
+moving, while an exact evaluation costs the whole part. Parts that creep
+(a Big Match: a mixed chance moving from 1/n to 1/(n + 1) in round n with
+one sweep a round) then settle; and on the printed board at health 1 the
+best responses and sweeps together cost about a fifth less than with one
+sweep a round until round 8 (docs/performance.md, 2026-12-07)."""
 MAX_SWEEPS = 4096
 STRATEGY_SETTLED = 1e-12  # a round that moves no strategy weight by more than this has converged
 MAX_FALLBACK_ROUNDS = 6
@@ -495,15 +497,16 @@ def _iterated_side(
     """`hurried_side`'s answer for a game whose exits are final, by strategy
     iteration over all its states at once.
 
-    Each round improves the strategy by one Gauss-Seidel sweep of stage
-    tie-break LPs (the first from buzzer values of 0) and evaluates it
-    exactly (the stalling opponent's best response); from the second round
-    on, it stops once a sweep changes no strategy, or gains less than a
-    hundredth of a turn anywhere. (Sweeps alone creep: in a loop the values
-    rise by a fraction of what is left each sweep, while the strategies stopped
-    changing long before.) Where the strategies creep too, a round sweeps
-    more often (`_sweeps_in_round`): the exact evaluation then no longer
-    moves a mixed chance by one step of a 1/n sequence per round."""
+    Each round improves the strategy by Gauss-Seidel sweeps of stage
+    tie-break LPs (the first from buzzer values of 0; one sweep in the first
+    round, twice as many in each later one: `_sweeps_in_round`) and evaluates
+    it exactly (the stalling opponent's best response); from the second round
+    on, it stops once the round's first sweep changes no strategy, or gains
+    less than a hundredth of a turn anywhere. (Sweeps alone creep: in a loop
+    the values rise by a fraction of what is left each sweep, while the
+    strategies stopped changing long before. One sweep a round creeps where
+    a strategy mixes like the Big Match: its small chance moved from 1/n to
+    1/(n + 1) in round n.)"""
     sign = 1.0 if side == 0 else -1.0
     current = np.asarray(strategy, np.float64)
     # The first sweep starts from buzzer values of 0, the least either side can get, not from an exact
@@ -542,9 +545,9 @@ def _iterated_side(
 
 
 def _sweeps_in_round(done: int) -> int:
-    """Tie-break sweeps between round `done`'s exact evaluations: one, until
-    `CREEP_FROM` rounds have not settled a part; then twice as many each round."""
-    return 1 if done < CREEP_FROM else min(2 ** (done - CREEP_FROM + 1), MAX_SWEEPS)
+    """Tie-break sweeps before round `done`'s exact evaluation: one before
+    round `MORE_SWEEPS_FROM`, then twice as many each round."""
+    return 1 if done < MORE_SWEEPS_FROM else min(2 ** (done - MORE_SWEEPS_FROM + 1), MAX_SWEEPS)
 
 
 def _further_sweeps(
