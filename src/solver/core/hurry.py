@@ -73,10 +73,10 @@ tolerance; lengths at 1e-5 and 1e-6 agree (tests, `make bench`)."""
 FALLBACK_TOL = 1e-10  # a hurried strategy whose exact guarantee misses the value solve's by more falls back
 MAX_ROUNDS = 40  # strategy-iteration rounds of one side's buzzer game, at most
 """A guard, not the rule: the iteration stops by its own rule (no strategy
-changes, or a round gains less than a hundredth of a turn), on board S*M at
-health 1 within 11 rounds, on the printed rules' health-1 board within 11
-(see docs/performance.md); parts whose mixed strategies creep (a Big
-Match) within about 20 (`MORE_SWEEPS_FROM`). A part stopped here is counted
+changes, or a round gains less than a hundredth of a turn), on the printed
+rules' health-1 board within 6 rounds, and parts whose mixed strategies
+creep (a Big Match) within 11 to 13 (`MORE_SWEEPS_FROM`; see
+docs/performance.md). A part stopped here is counted
 (`Rounds`) and `solve` warns. Until 2026-12-05 the cap was 4 and most parts
 reached it; until 2026-12-07 the creeping parts did (15 of the printed
 rules' 1,008), one sweep a round taking their mixed chance from 1/n to
