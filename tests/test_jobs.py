@@ -116,12 +116,7 @@ def test_on_dask_the_answers_are_those_of_a_local_run(client):
 
 def test_on_dask_jobs_that_run_long_are_said_to_run_before_any_ends(client, monkeypatch, capsys):
     """`report --scheduler` runs its further solves on a cluster: a line every `LINE_EVERY` s there too."""
-    from solver.core import progress
-
-    monkeypatch.setattr(progress, "LINE_EVERY", 0.2)
-    assert run_jobs(slow_square, [2, 3], client=client, unit=" rows", show_progress=True) == [4, 9]
-    lines = capsys.readouterr().err.splitlines()
-    assert any(line.endswith("solving: 0 of 2 rows (0.0%), time left not known yet") for line in lines), lines
+    _check_said_to_run_before_any_ends(monkeypatch, capsys, client=client)
 
 
 def test_on_dask_a_job_that_kills_its_workers_is_named_after_the_others_are_answered(client):
@@ -163,9 +158,15 @@ def test_jobs_off_a_terminal_say_how_many_are_done(monkeypatch, capsys):
 def test_jobs_that_run_long_are_said_to_run_before_any_ends(monkeypatch, capsys):
     """A further solve of the printed rules runs 10-20 minutes: `report` in a log said nothing
     all that while, 55 times over. Off a terminal a line comes every `LINE_EVERY` s while none ends."""
+    _check_said_to_run_before_any_ends(monkeypatch, capsys, workers=2)
+
+
+def _check_said_to_run_before_any_ends(monkeypatch, capsys, **where) -> None:
+    """Two jobs of 1.5 s run `where` (local workers or a Dask client), lines due every 0.2 s:
+    the phase's line comes before either ends."""
     from solver.core import progress
 
     monkeypatch.setattr(progress, "LINE_EVERY", 0.2)
-    assert run_jobs(slow_square, [2, 3], workers=2, unit=" rows", show_progress=True) == [4, 9]
+    assert run_jobs(slow_square, [2, 3], unit=" rows", show_progress=True, **where) == [4, 9]
     lines = capsys.readouterr().err.splitlines()
     assert any(line.endswith("solving: 0 of 2 rows (0.0%), time left not known yet") for line in lines), lines

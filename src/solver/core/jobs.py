@@ -218,8 +218,7 @@ def run_jobs(
 
 
 def _on_processes(
-    work: Callable, jobs: list, workers: int, keep: Callable[[int, Any], None],
-    still_running: Callable[[], None] = lambda: None,
+    work: Callable, jobs: list, workers: int, keep: Callable[[int, Any], None], still_running: Callable[[], None],
 ) -> None:
     # spawn, not fork: the parent may hold threads (numba, tqdm) that fork would copy mid-state.
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
@@ -267,7 +266,7 @@ _POLL = 0.1  # s between looks at a cluster's finished jobs while none is ready 
 
 def _on_cluster(
     client: Client, work: Callable, jobs: list, keep: Callable[[int, Any], None], retries: int,
-    placement: Sequence[Sequence[str] | None], still_running: Callable[[], None] = lambda: None,
+    placement: Sequence[Sequence[str] | None], still_running: Callable[[], None],
 ) -> None:
     from distributed import as_completed as completed
     from distributed.scheduler import KilledWorker
