@@ -165,3 +165,28 @@ def test_seconds_left_is_at_the_rate_since_the_first_step():
     assert seconds_left(100, 0, 50.0, 0.0, None) is None  # no step yet
     assert seconds_left(100, 10, 30.0, 0.0, (30.0, 10)) == 270.0  # one step: since the start, 10 in 30 s
     assert seconds_left(100, 50, 40.0, 0.0, (30.0, 10)) == 12.5  # 40 more in the 10 s since the first step
+
+
+def test_solve_off_a_terminal_says_where_it_stands_after_the_last_rank(monkeypatch, tmp_path):
+    """After the last rank: the table assembled and stored, play followed from
+    the start and its length distribution, each a phase with its own lines
+    (at the printed rules together about three minutes, once silent), in that order."""
+    from click.testing import CliRunner
+
+    from solver.cli import main
+    from solver.core import progress
+
+    monkeypatch.setattr(progress, "LINE_EVERY", 0.0)  # a line at every step, not every 30 s
+    # The example's rules: a table of about 50 MB, so that storing it takes several steps of a megabyte.
+    result = CliRunner().invoke(main, ["solve", "--set", "board=S*M", "--set", "health=1", "--cache-dir", str(tmp_path),
+                                       "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    lines = [line.removeprefix("charge-spark: ") for line in result.stderr.splitlines()]
+    phases = ["solving: ", "assembling the table: ", "storing the table: ", "following play from the start: ",
+              "the length distribution: "]
+    firsts = [next(k for k, line in enumerate(lines) if line.startswith(phase)) for phase in phases]
+    assert firsts == sorted(firsts)
+    assert all(" steps (" in line and "left" in line for line in lines if line.startswith(phases[1]))
+    assert all(" MB (" in line for line in lines if line.startswith(phases[2]))
+    assert all(" states so far, in " in line for line in lines if line.startswith(phases[3]))
+    assert any(line.startswith("the length distribution: 199 of 200 turns") for line in lines)

@@ -222,15 +222,16 @@ def about_states(count: float) -> str:
 
 def lasting_at(rule_set: RuleSet, position: Position, result: SolveResult, cache_dir: str | None, source: Path | None,
                edge: Path | None, follow_play: bool = False, warn: Callable[[str], None] = warn_on_stderr,
-               note: Callable[[str], None] = note_on_stderr) -> LengthAndStalls | None:
+               note: Callable[[str], None] = note_on_stderr, shown: bool = False) -> LengthAndStalls | None:
     """The length figures and stalls from `position`, where `answer_at` answered it (None past a table's
-    edge, and from a large stored table that does not keep them unless `follow_play`)."""
+    edge, and from a large stored table that does not keep them unless `follow_play`); `shown`: the
+    progress of following play and of the length distribution (a minute and a half at the printed rules)."""
     from .analysis.stalls import length_and_stalls_at
 
     return length_and_stalls_at(
         rule_set, ChargeSparkGame(rule_set).encode(position), result,
         Path(cache_dir) if cache_dir else default_cache_dir(), source, edge is not None, warn,
-        note, follow_play,
+        note, follow_play, shown,
     )
 
 

@@ -244,7 +244,7 @@ def solve(rules_file: str | None, overrides: tuple[str, ...], cache_dir: str | N
         from .analysis.stalls import keep_length_and_stalls
 
         # Following play at once, while the table is at hand: a query of the start then reads it.
-        keep_length_and_stalls(rule_set, code, result, path.parent)
+        keep_length_and_stalls(rule_set, code, result, path.parent, shown=True)
     elif not reused:
         warn(f"the length distribution and stalls from the start were not kept: following play through"
              f" {result.num_states:,} states needs about {result.num_states * FOLLOW_PLAY_BYTES_PER_STATE / 1e9:.0f} GB"
@@ -355,7 +355,8 @@ def query(
         store=not no_store, unasked_limit=UNASKED_SOLVE_LIMIT,
         solve_command=solve_command_line(rules_file, overrides, cache_dir),
     )
-    lasting = lasting_at(rule_set, parsed, result, cache_dir, source, edge, follow_play, warn=warn, note=query_note)
+    lasting = lasting_at(rule_set, parsed, result, cache_dir, source, edge, follow_play, warn=warn, note=query_note,
+                         shown=True)
     elapsed = time.perf_counter() - started
     if as_json:
         figures = query_json(rule_set, format_position(parsed, rule_set), answer, result, lasting)

@@ -31,6 +31,7 @@ from .core.boundary import Boundary
 from .core.result import ARRAY_FIELDS, SolveResult
 from .core.table_file import DamagedTableError, load_table, quarantine, save_table, table_lock, table_path
 from .core.table_reader import TableReader
+from .progress_lines import PhaseProgress
 from .storage import TABLE_FORMAT, default_cache_dir
 
 if TYPE_CHECKING:
@@ -301,18 +302,19 @@ def solved_table(
             )
         # The header holds the largest exploitability; a table over the bound also records how many states are.
         meta = {"fingerprint": key, "rules": canonical_mapping(rules), **certificate_meta(result)}
-        result, stored = kept_in_cache(path, result, key, meta, warn, mapped=mapped)
+        result, stored = kept_in_cache(path, result, key, meta, warn, mapped=mapped, shown=show_progress)
         return SolvedTable(rules, result, path, reused=False, stored=stored, warm_started=seed is not None)
 
 
 def kept_in_cache(
     path: Path, result: SolveResult, key: str, meta: dict, warn: Callable[[str], None] | None, *, mapped: bool = False,
+    shown: bool = False,
 ) -> tuple[SolveResult, bool]:
-    """`result` stored at `path` (`store_table`), and whether it was. With
+    """`result` stored at `path` (`store_table`, its progress `shown` or not), and whether it was. With
     `mapped`, the solve's arrays are let go for a mapping of the file: of the
     stored table, else of a copy deleted at once (the mapping keeps it readable
     until it is dropped)."""
-    stored = store_table(path, result, key, meta, warn)
+    stored = store_table(path, result, key, meta, warn, shown)
     if mapped and not _mapped_already(result):
         result = (cached_table(path, key, warn, mapped=True) if stored else _mapped_copy(path, result, key, meta)) or result
     return result, stored
@@ -407,11 +409,25 @@ def room_warning(directory: Path, states: float) -> str | None:
             " room, or give a larger disk's directory with --cache-dir or CHARGE_SPARK_CACHE)")
 
 
-def store_table(path: Path, result: SolveResult, key: str, meta: dict, warn: Callable[[str], None] | None) -> bool:
-    """Store the table unless the disk lacks room; a failed write leaves any stored table as it was."""
-    # atomic: a temporary file renamed over the old one
-    return stored_if_room(path, table_bytes(result), lambda: save_table(path, result, key, meta, fmt=TABLE_FORMAT),
-                          warn)
+def store_table(
+    path: Path, result: SolveResult, key: str, meta: dict, warn: Callable[[str], None] | None, shown: bool = False,
+) -> bool:
+    """Store the table unless the disk lacks room; a failed write leaves any stored table as it was.
+    `shown`: a progress bar (a line every 30 s off a terminal; the printed rules' table takes 20-25 s)."""
+    size = table_bytes(result)
+
+    def save() -> None:  # atomic: a temporary file renamed over the old one
+        with PhaseProgress("storing the table", max(1, round(size / 1e6)), unit=" MB", shown=shown) as bar:
+            written = 0
+
+            def wrote(count: int) -> None:
+                nonlocal written
+                written += count
+                bar.update(round(written / 1e6))
+
+            save_table(path, result, key, meta, fmt=TABLE_FORMAT, wrote=wrote)
+
+    return stored_if_room(path, size, save, warn)
 
 
 def stored_if_room(

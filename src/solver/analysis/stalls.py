@@ -38,6 +38,7 @@ from ..core.resources import processes_allowed, usable_cores
 from ..core.result import STANDOFF_DEPENDENCE, SolveResult
 from ..core.table_file import DamagedTableError
 from ..core.table_reader import TableReader
+from ..progress_lines import PhaseProgress
 from ..storage import TABLE_FORMAT
 from ..summary import LENGTH_TURNS, UNENDING, StartSummary, length_beyond
 from ..tables import cached_table
@@ -279,7 +280,10 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(starts - offsets, counts) + np.arange(total, dtype=np.int64)
 
 
-def length_pmf(chain: StallChain, turns: int = LENGTH_TURNS, workers: int | None = None) -> np.ndarray:
+def length_pmf(
+    chain: StallChain, turns: int = LENGTH_TURNS, workers: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> np.ndarray:
     """pmf[t - 1] = P(the game ends at turn t), t = 1..`turns`, exact (as
     `absorption.length_distribution`): each state's chance of ending exactly t
     turns on, carried back one turn at a time from the chance of ending this
@@ -292,7 +296,7 @@ def length_pmf(chain: StallChain, turns: int = LENGTH_TURNS, workers: int | None
     number of blocks. (Pushing the start's probabilities forward instead
     scatters into the whole next vector, which no cut by rows shares out: on
     the printed rules' chain, 16.2 million states, that took 47-50 s on one
-    core, this 33-35 s on two and 52-57 s on one.)"""
+    core, this 33-35 s on two and 52-57 s on one.) `progress(1)` after each turn."""
     import scipy.sparse as sp
 
     transition = sp.csr_matrix(chain.transition)  # the chain's own arrays where it is CSR already: no copy
@@ -304,6 +308,8 @@ def length_pmf(chain: StallChain, turns: int = LENGTH_TURNS, workers: int | None
             pmf[t] = chances[chain.start]
             if t + 1 < turns:
                 chances = np.concatenate(list(pool.map(lambda block: block @ chances, blocks)))  # noqa: B023
+            if progress is not None:
+                progress(1)
     return pmf
 
 
@@ -360,7 +366,7 @@ def length_and_stalls(
 
 
 def followed_length_and_stalls(
-    game: ChargeSparkGame, result: SolveResult, code: int, workers: int | None = None,
+    game: ChargeSparkGame, result: SolveResult, code: int, workers: int | None = None, shown: bool = False,
 ) -> LengthAndStalls:
     """`length_and_stalls` from the state coded `code`, play followed once
     (`follow_play`): each reached state expanded once and its strategies read
@@ -369,14 +375,18 @@ def followed_length_and_stalls(
     the peak, from 10.5 (docs/performance.md). `workers`: how many processes
     play is followed on, and threads its length distribution is computed on
     beside the stalls (`length_pmf_and_stalls`; default: every core this
-    process may use)."""
-    followed = follow_play(game, result, code, smallest_in_chunk, keep_choices=False,
-                           workers=usable_cores() if workers is None else workers)
+    process may use). `shown`: a progress bar for each of the two (a line
+    every 30 s off a terminal): at the printed rules about a minute and half a minute."""
+    with PhaseProgress("following play from the start", None, unit=" states", shown=shown) as bar:
+        followed = follow_play(game, result, code, smallest_in_chunk, keep_choices=False,
+                               workers=usable_cores() if workers is None else workers, progress=bar.advance)
     # Every state's smallest probability is positive: gathered for all of them, in play's order.
     stall = stall_chain_of_play(followed, result, followed.gathered)
     play = followed.play
     i = int(play.index[play.start])
-    pmf, found = length_pmf_and_stalls(stall, LENGTH_TURNS, usable_cores() if workers is None else workers)
+    with PhaseProgress("the length distribution", LENGTH_TURNS, unit=" turns", shown=shown) as bar:
+        pmf, found = length_pmf_and_stalls(stall, LENGTH_TURNS, usable_cores() if workers is None else workers,
+                                           progress=bar.advance)
     figures = length_figures(pmf, result.expected_length(i), float(result.unending_probability[i]))
     return LengthAndStalls(figures, tuple(found), int(play.states.size))
 
@@ -391,6 +401,7 @@ distribution, bound by memory, is slowed by the stalls beside it)."""
 
 def length_pmf_and_stalls(
     chain: StallChain, turns: int = LENGTH_TURNS, workers: int = 1, min_share: float = MIN_SHARE,
+    progress: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, list[Stall]]:
     """`length_pmf` and `stalls` of `chain`. With `workers` > 1 the stalls
     are found on a forked process (which inherits the chain: nothing large is
@@ -399,13 +410,13 @@ def length_pmf_and_stalls(
     core. The same figures either way."""
     global _STALL_CHAIN
     if processes_allowed(workers) < 2 or chain.transition.shape[0] < STALLS_APART_STATES:
-        return length_pmf(chain, turns, workers), stalls(chain, min_share)
+        return length_pmf(chain, turns, workers, progress), stalls(chain, min_share)
     _STALL_CHAIN = chain
     try:
         # Forked here, before the distribution's threads start: a fork copies no running thread.
         with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
             found = pool.submit(_stalls_of_inherited_chain, min_share)
-            pmf = length_pmf(chain, turns, workers)
+            pmf = length_pmf(chain, turns, workers, progress)
             return pmf, found.result()
     finally:
         _STALL_CHAIN = None
@@ -419,7 +430,7 @@ def _stalls_of_inherited_chain(min_share: float) -> list[Stall]:
 def length_and_stalls_at(
     rules: RuleSet, code: int, result: SolveResult, cache_dir: Path, table: Path | None, edge: bool,
     warn: Callable[[str], None] | None = None, log: Callable[[str], None] = lambda message: None,
-    follow_play: bool = True,
+    follow_play: bool = True, shown: bool = False,
 ) -> LengthAndStalls | None:
     """The length figures and stalls from the state coded `code`, where `result`
     answered it: a whole solve of play from there (`table` None, `edge` False);
@@ -431,11 +442,12 @@ def length_and_stalls_at(
     `warn`; `log` hears when a long walk begins. Without `follow_play`, None
     for a stored table of `KEPT_STATES` or more that does not keep the
     position's figures: opening it whole verifies every block (11-15 s at
-    the printed rules on two cores), where the rest of a query reads a few."""
+    the printed rules on two cores), where the rest of a query reads a few.
+    `shown`: progress bars while play is followed (`followed_length_and_stalls`)."""
     if edge:
         return None
     if table is None:
-        return followed_length_and_stalls(ChargeSparkGame(rules), result, code)
+        return followed_length_and_stalls(ChargeSparkGame(rules), result, code, shown=shown)
     key = fingerprint(rules)
     results = ResultsCache(cache_dir, key)
     entry = results.get(play_key(code))
@@ -452,7 +464,7 @@ def length_and_stalls_at(
     if whole.num_states >= KEPT_STATES:
         log(f"following play from this position through the stored table ({whole.num_states:,} states);"
             " what it gives is kept in the results cache if play reaches many of them")
-    found = followed_length_and_stalls(ChargeSparkGame(rules), whole, code)
+    found = followed_length_and_stalls(ChargeSparkGame(rules), whole, code, shown=shown)
     if found.states >= KEPT_STATES:
         results.put_all({play_key(code): length_and_stalls_entry(found)})
     return found
@@ -466,12 +478,15 @@ def stored_states(table: Path, key: str) -> int:
         return 0
 
 
-def keep_length_and_stalls(rules: RuleSet, code: int, result: SolveResult, cache_dir: Path) -> LengthAndStalls:
+def keep_length_and_stalls(
+    rules: RuleSet, code: int, result: SolveResult, cache_dir: Path, shown: bool = False,
+) -> LengthAndStalls:
     """`length_and_stalls` from the state coded `code` of a table just solved
     (whole), kept in the results cache: a query of that position on the stored
     table then reads it, rather than following play through the table again
-    (and loading the compiler to do so)."""
-    found = followed_length_and_stalls(ChargeSparkGame(rules), result, code)
+    (and loading the compiler to do so). `shown`: progress bars
+    (`followed_length_and_stalls`)."""
+    found = followed_length_and_stalls(ChargeSparkGame(rules), result, code, shown=shown)
     ResultsCache(cache_dir, fingerprint(rules)).put_all({play_key(code): length_and_stalls_entry(found)})
     return found
 

@@ -67,6 +67,7 @@ from .graph import (
 )
 from .hurry import Exits, Known, Rounds, ScoredGuarantees, hurry, scored, scored_guarantees
 from .interruption import stop_if_asked
+from .progress import PhaseProgress
 from .resources import usable_cores
 from .result import ARRAY_FIELDS, PER_STATE_HURRY
 from .shapley import bellman_residual
@@ -630,7 +631,7 @@ def solve_layers(
     game: Any, layers: list[Layer], progress: Callable[[int], None] | None = None, workers: int = 1,
     scratch_dir: str | os.PathLike[str] | None = None, boundary: Boundary | None = None,
     warm: WarmStart | None = None, resume_dir: str | os.PathLike[str] | None = None,
-    layer_cpu: dict[int, float] | None = None,
+    layer_cpu: dict[int, float] | None = None, show_progress: bool = False,
 ) -> LayeredSolution:
     """Solve every layer, highest rank first (see the module docstring).
 
@@ -661,14 +662,16 @@ def solve_layers(
 
     With `layer_cpu`, each layer solved gets there the CPU seconds its phases
     took (`phase_clock`), by its number: the costs `wavefront.simulate`
-    replays to predict the solve on other numbers of workers."""
+    replays to predict the solve on other numbers of workers.
+    `show_progress`: the assembly's own progress bar (`progress` counts the
+    states of the layers solved)."""
     keep = _Keep(True, True)
     with _layers_solved(game, layers, progress, workers, scratch_dir, boundary, warm, keep, resume_dir,
                         layer_cpu) as run:
         with phase_clock.phase("storing"):
             solved = [i for i, layer in enumerate(layers) if not layer.given]
             twins = {i: source for i in solved if (source := layers[i].twin_of) is not None}
-            arrays = _assemble(run.all_states, run.figures, solved, twins, run.spill)
+            arrays = _assemble(run.all_states, run.figures, solved, twins, run.spill, show_progress)
         return LayeredSolution(
             **arrays, bellman_residual=run.residual, rounds=run.rounds, certify_seconds=run.certify_seconds,
             hurried_rounds=dict(run.hurried_rounds),
@@ -1232,6 +1235,7 @@ def _layer_pool(workers: int) -> futures.ProcessPoolExecutor:
 
 def _assemble(
     all_states: np.ndarray, figures: _SharedFigures, numbers: list[int], twin_of: dict[int, int], spill: str,
+    shown: bool = False,
 ) -> dict[str, np.ndarray]:
     """The solution's arrays, each written to a file in `spill` a chunk at a
     time and returned memory-mapped (the file unlinked at once), its pages let
@@ -1242,7 +1246,8 @@ def _assemble(
 
     Two arrays at a time, on threads (the copies and the kernels let go of
     the interpreter): the workers have finished, and the cores would
-    otherwise wait on this one."""
+    otherwise wait on this one. `shown`: a progress bar (a line every 30 s
+    off a terminal): at the printed rules this takes about half a minute."""
     out: dict[str, np.ndarray] = {"states": all_states}
     del figures.p1_guarantee, figures.p2_guarantee  # the value solve's: the reported strategies' are kept
     columns = (("middle", "middle"), ("p1_guarantee", "hurried_p1_guarantee"), ("p2_guarantee", "hurried_p2_guarantee"),
@@ -1260,16 +1265,24 @@ def _assemble(
     sources = [number for number in numbers if number not in twin_of]  # a twin's strategies are its source's
     if not set(twins_of) <= set(sources):  # else a twin's strategies would never be written
         raise ValueError("a twin layer mirrors a layer whose strategies are not assembled")
-    with futures.ThreadPoolExecutor(max(1, min(ASSEMBLY_THREADS, usable_cores()))) as pool:
+    for side in ("row", "col"):
+        count = getattr(figures, f"{side}_count")[figures.slot_of]  # in the table's order
+        out[f"{side}_ptr"] = _mapped(os.path.join(spill, f"out-{side}_ptr.npy"), offsets_of(count.astype(np.int64)))
+        delattr(figures, f"{side}_count")
+    # The bands are cut for the weights, the larger items.
+    bands = {side: _bands(np.asarray(out[f"{side}_ptr"]), np.dtype(np.float64).itemsize) for side in ("row", "col")}
+    # A step is a column written, or one layer's file read into a band of a side's strategies.
+    steps = len(columns) + len(sources) * sum(len(cut) for cut in bands.values())
+    with (PhaseProgress("assembling the table", steps, unit=" steps", shown=shown) as bar,
+          futures.ThreadPoolExecutor(max(1, min(ASSEMBLY_THREADS, usable_cores()))) as pool):
         for (name, held_as), column in zip(columns, pool.map(mapped_column, *zip(*columns))):
             out[name] = column
             delattr(figures, held_as)  # the shared memory goes with its last reference
-        for side in ("row", "col"):
-            count = getattr(figures, f"{side}_count")[figures.slot_of]  # in the table's order
-            out[f"{side}_ptr"] = _mapped(os.path.join(spill, f"out-{side}_ptr.npy"), offsets_of(count.astype(np.int64)))
-            delattr(figures, f"{side}_count")
+            bar.advance(1)
         for strategies in pool.map(
-            lambda side: _assembled_strategies(side, np.asarray(out[f"{side}_ptr"]), sources, twins_of, spill),
+            lambda side: _assembled_strategies(
+                side, np.asarray(out[f"{side}_ptr"]), bands[side], sources, twins_of, spill, bar.advance,
+            ),
             ("row", "col"),
         ):
             out.update(strategies)
@@ -1279,10 +1292,12 @@ def _assemble(
 ASSEMBLY_THREADS = 2  # arrays `_assemble` writes at once
 _IN_ORDER = np.zeros(0, np.int64)  # `_scatter_band`'s `local` where a layer's file holds its own strategies
 def _assembled_strategies(
-    side: str, ptr: np.ndarray, sources: list[int], twins_of: dict[int, list[int]], spill: str,
+    side: str, ptr: np.ndarray, cut: list[tuple[int, int]], sources: list[int], twins_of: dict[int, list[int]],
+    spill: str, advance: Callable[[int], None],
 ) -> dict[str, np.ndarray]:
-    """A side's actions and weights (`_assemble`), at the offsets `ptr`, memory-mapped: from the
-    files of the layers `sources`, each also filling its twin layers' (`twins_of`)."""
+    """A side's actions and weights (`_assemble`), at the offsets `ptr`, memory-mapped, a band of
+    states (`cut`, from `_bands`) at a time: from the files of the layers `sources`, each also
+    filling its twin layers' (`twins_of`). `advance(1)` as each layer's file is read into a band."""
     # A side's actions and weights share their offsets: one pass over the layers' files fills both.
     arrays = ((f"{side}_actions", f"{side}_actions", np.int16), (f"{side}_strategy", side, np.float64))
     paths, starts = [], []
@@ -1293,8 +1308,7 @@ def _assembled_strategies(
         del target
     with contextlib.ExitStack() as stack:
         files = [stack.enter_context(open(path, "r+b")) for path in paths]
-        # The bands are cut for the weights, the larger items.
-        for first, last in _bands(ptr, np.dtype(np.float64).itemsize):
+        for first, last in cut:
             # Every layer's states are spread over the whole table: scattered straight into
             # the file, each layer would dirty pages everywhere and every page be written
             # once per layer (122 GB written for the printed rules' 12 GB table). A band
@@ -1313,6 +1327,7 @@ def _assembled_strategies(
                             )
                     for twin in twins_of.get(number, ()):
                         _scatter_twin(piece, os.path.join(spill, f"{twin}.npz"), side, ptr, first, last, bands)
+                advance(1)
             for file, start, band in zip(files, starts, bands):
                 file.seek(start + base * band.itemsize)
                 band.tofile(file)

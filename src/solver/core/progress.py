@@ -10,6 +10,7 @@ import io
 import math
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TextIO
@@ -84,6 +85,7 @@ class PhaseProgress:
         self.bar = (tqdm(total=total, desc=label, file=self.stream, unit=unit, delay=delay)
                     if shown and self.terminal else None)
         self.done = 0
+        self._lock = threading.Lock()
 
     def __enter__(self) -> PhaseProgress:
         return self
@@ -92,7 +94,9 @@ class PhaseProgress:
         self.close()
 
     def advance(self, by: int) -> None:
-        self.update(self.done + by)
+        """`by` more steps done; safe from several threads at once (the table's assembly)."""
+        with self._lock:
+            self.update(self.done + by)
 
     def update(self, done: int) -> None:
         if self.bar is not None:

@@ -296,7 +296,7 @@ def _solve_layers(
     ) as bar:
         solution = solve_layers(
             game, layers, progress=bar.advance, workers=workers, scratch_dir=scratch_dir, boundary=boundary, warm=warm,
-            resume_dir=resume_dir,
+            resume_dir=resume_dir, show_progress=show_progress,
         )
     # Solving and certifying interleave rank by rank (and across workers): one wall time for both.
     timings["solve"] = time.perf_counter() - clock

@@ -120,12 +120,16 @@ def _whole_figures(result: SolveResult) -> dict:
         return {}
 
 
-def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = None, *, fmt: TableFormat) -> None:
+def save_table(
+    path: Path, result: SolveResult, key: str, meta: dict | None = None, *, fmt: TableFormat,
+    wrote: Callable[[int], None] | None = None,
+) -> None:
     """Write `result` to `path` atomically (temporary file, fsync, rename).
 
     The arrays are streamed into the file a chunk at a time, with their block
     digests, and the header goes last: a result whose arrays are memory-mapped
-    (a large solve) is written without ever being held in memory whole."""
+    (a large solve) is written without ever being held in memory whole.
+    `wrote(bytes)` is called as each chunk of an array is written."""
     header = {
         "terminal_outcomes": [o.to_json() for o in result.terminal_outcomes],
         "action_labels": list(result.action_labels),
@@ -136,21 +140,22 @@ def save_table(path: Path, result: SolveResult, key: str, meta: dict | None = No
         "hurried_rounds": result.hurried_rounds,
         "whole": _whole_figures(result),
     }
-    write_arrays(path, {name: getattr(result, name) for name in ARRAY_FIELDS}, header, key, meta, fmt=fmt)
+    write_arrays(path, {name: getattr(result, name) for name in ARRAY_FIELDS}, header, key, meta, fmt=fmt, wrote=wrote)
 
 
 def write_arrays(
     path: Path, arrays: dict[str, np.ndarray], header: dict, key: str, meta: dict | None = None, *, fmt: TableFormat,
+    wrote: Callable[[int], None] | None = None,
 ) -> None:
     """`arrays` (`states` among them: sorted codes) and `header` written to `path`
     as a table file (`save_table`), atomically; the format, key, layout and
-    block digests are added to the header."""
+    block digests are added to the header. `wrote(bytes)`: as in `save_table`."""
     path = Path(path)
     stop_if_asked()
     path.parent.mkdir(parents=True, exist_ok=True)
     with replaced_atomically(path) as tmp, open(tmp, "wb") as f:
         with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
-            blocks = {name: _write_array(archive, name, a) for name, a in arrays.items()}
+            blocks = {name: _write_array(archive, name, a, wrote) for name, a in arrays.items()}
             header = {
                 "format": fmt.name,
                 "format_version": fmt.version,
@@ -178,10 +183,12 @@ def block_first_codes(states: np.ndarray) -> list[int] | None:
     return states[:: BLOCK_BYTES // states.dtype.itemsize].tolist()  # of a mapped array, a page a block
 
 
-def _write_array(archive: zipfile.ZipFile, name: str, a: np.ndarray) -> list[str]:
+def _write_array(
+    archive: zipfile.ZipFile, name: str, a: np.ndarray, wrote: Callable[[int], None] | None = None,
+) -> list[str]:
     """Store `a` as member `name`.npy (what `np.savez` writes); its block digests,
     each chunk's hashed on other threads while this one writes it (the zip's
-    own checksum, then the disk)."""
+    own checksum, then the disk). `wrote(bytes)` after each chunk."""
     digests: list[str] = []
     with archive.open(f"{name}.npy", "w", force_zip64=True) as member, hashing() as pool:
         header = np.lib.format.header_data_from_array_1_0(np.ascontiguousarray(a[:0]))
@@ -191,6 +198,8 @@ def _write_array(archive: zipfile.ZipFile, name: str, a: np.ndarray) -> list[str
             hashed = [pool.submit(block_digest, block) for block in _blocks(chunk)]
             member.write(chunk.data)
             digests.extend(future.result() for future in hashed)  # before the next chunk lets this one's pages go
+            if wrote is not None:
+                wrote(chunk.nbytes)
     return digests
 
 
