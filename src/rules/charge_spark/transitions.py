@@ -162,16 +162,18 @@ def _expand(
                         out_prob[o] = 1.0
                     o += 1
                 else:
-                    q1 = _player_after(
-                        code1, d1[1], d1[2], d1[4], card1, e1, hurt1, move1, cost[0, card1, 0],
-                        cost[0, card1, 1], gain[0, e1, 0], gain[0, e1, 1], card_kind[card1], returned1,
-                        stride, kind_stride, battery_tiles, disc_tiles,
-                    )
-                    q2 = _player_after(
-                        code2, d2[1], d2[2], d2[4], card2, e2, hurt2, move2, cost[1, card2, 0],
-                        cost[1, card2, 1], gain[1, e2, 0], gain[1, e2, 1], card_kind[card2], returned2,
-                        stride, kind_stride, battery_tiles, disc_tiles,
-                    )
+                    q1 = q2 = 0  # where play goes: only written, so not needed to count the outcomes
+                    if fill:
+                        q1 = _player_after(
+                            code1, d1[1], d1[2], d1[4], card1, e1, hurt1, move1, cost[0, card1, 0],
+                            cost[0, card1, 1], gain[0, e1, 0], gain[0, e1, 1], card_kind[card1], returned1,
+                            stride, kind_stride, battery_tiles, disc_tiles,
+                        )
+                        q2 = _player_after(
+                            code2, d2[1], d2[2], d2[4], card2, e2, hurt2, move2, cost[1, card2, 0],
+                            cost[1, card2, 1], gain[1, e2, 0], gain[1, e2, 1], card_kind[card2], returned2,
+                            stride, kind_stride, battery_tiles, disc_tiles,
+                        )
                     draw1 = move1 and star[d1[3] + 1] and total > 0
                     draw2 = move2 and star[d2[3] + 1] and total > 0
                     if not (draw1 or draw2) or (draw1 and draw2 and total == 1 and not coin):
