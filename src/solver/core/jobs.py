@@ -280,15 +280,12 @@ def _on_cluster(
     lost: list[int] = []
     try:
         answers = completed(futures)
-        said = time.monotonic()
         while not answers.is_empty():
             if not answers.has_ready():
-                # As on local processes, said every `LINE_EVERY` s while no job ends (polled as
-                # `as_completed` itself polls: its timeout is a deadline for all the jobs).
+                # Polled as `as_completed` itself polls (its timeout is a deadline for all the jobs); the
+                # progress bar says the run goes on at its own pace, a line every `LINE_EVERY` s off a terminal.
                 time.sleep(_POLL)
-                if time.monotonic() - said >= progress.LINE_EVERY:
-                    still_running()
-                    said = time.monotonic()
+                still_running()
                 continue
             future = next(answers)
             try:
@@ -297,7 +294,6 @@ def _on_cluster(
                 lost.append(position[future.key])  # the others still run: their answers are worth having
                 continue
             keep(position[future.key], answer)
-            said = time.monotonic()
     finally:
         client.cancel(futures)  # no-op for the finished ones
     if lost:
