@@ -97,6 +97,21 @@ def test_one_pass_in_small_chunks_equals_the_separate_paths(table):
     assert_one_pass_equals_the_separate_paths(*table, chunk=37)
 
 
+def test_play_lets_go_of_the_tables_pages_every_few_chunks_and_once_at_the_end(table, monkeypatch):
+    # Released after every chunk, a mapped table's pages were read again by the next chunk.
+    import solver.core.play as play
+
+    game, result, code = table
+    released, trimmed, chunks = [], [], []
+    monkeypatch.setattr(play, "LET_GO_EVERY", 3)
+    monkeypatch.setattr(type(result), "release_mapped_pages", lambda self: released.append(1))
+    monkeypatch.setattr(play, "trim_heap", lambda: trimmed.append(1))
+    followed = follow_play(game, result, code, chunk=37, progress=chunks.append)
+    assert len(chunks) > 6 and sum(chunks) == followed.play.states.size
+    assert len(released) == len(chunks) // 3 + 1
+    assert len(trimmed) >= len(released)  # the heap is trimmed with them (and as play is put in order)
+
+
 @pytest.mark.parametrize("chunk", [37, 1 << 16])
 def test_play_followed_on_two_processes_keeps_what_one_keeps_to_the_last_bit(table, chunk):
     # chunk 37: the workers are started and chunks go out before a turn is done; 1 << 16: play

@@ -350,9 +350,22 @@ def kept_of(
     return KeptChunk(part.index.astype(at), ending, edges, seats, part.index[some].astype(at), rows[some])
 
 
-@dataclass(frozen=True, eq=False)
+LET_GO_EVERY = 4
+"""Chunks a process of `follow_play` follows between letting go of the pages
+of a memory-mapped table they read and of the heap's free pages. A chunk's
+states lie all over the table: at the printed rules it reads some 50 MB of
+its pages, which the next chunks largely read again. Let go after every
+chunk, they were faulted in again each time: following play from the
+printed rules' stored table on two workers took 89-91 CPU-s (50-51 s wall),
+against 73 CPU-s (43 s) let go every 4 chunks and 71-78 every 8 or 16. A
+worker's peak grew from 4.8 to 5.1 GB, the table's clean pages, which the
+system takes back when it needs them (docs/performance.md)."""
+
+
+@dataclass(eq=False)
 class _Following:
-    """What expanding a chunk of play needs: the arguments of `_played_chunk` and `kept_of`."""
+    """What expanding a chunk of play needs: the arguments of `_played_chunk`
+    and `kept_of`; and how many chunks this process has followed."""
 
     game: Any
     result: SolveResult
@@ -360,6 +373,7 @@ class _Following:
     at: np.dtype
     per_chunk: Callable[[PlayedChunk], np.ndarray] | None
     keep_choices: bool
+    followed: int = 0  # a forked worker counts its own
 
 
 def _followed_chunk(following: _Following, index: np.ndarray) -> tuple[KeptChunk, np.ndarray]:
@@ -367,10 +381,12 @@ def _followed_chunk(following: _Following, index: np.ndarray) -> tuple[KeptChunk
     f = following
     part = _played_chunk(f.game, f.result, index)
     piece = kept_of(part, f.terminals, f.at, f.per_chunk, f.keep_choices)
-    f.result.release_mapped_pages()  # a stored table's pages this chunk read: kept is what play needs
     successors = part.successors
     del part
-    trim_heap()  # the chunk's temporaries, freed among what is kept: holes that would stay resident
+    f.followed += 1
+    if f.followed % LET_GO_EVERY == 0:
+        f.result.release_mapped_pages()  # a stored table's pages these chunks read: kept is what play needs
+        trim_heap()  # the chunks' temporaries, freed among what is kept: holes that would stay resident
     return piece, successors
 
 
