@@ -373,7 +373,7 @@ class _Following:
     at: np.dtype
     per_chunk: Callable[[PlayedChunk], np.ndarray] | None
     keep_choices: bool
-    followed: int = 0  # a forked worker counts its own
+    chunks_followed: int = 0  # a forked worker counts its own
 
 
 def _followed_chunk(following: _Following, index: np.ndarray) -> tuple[KeptChunk, np.ndarray]:
@@ -383,8 +383,8 @@ def _followed_chunk(following: _Following, index: np.ndarray) -> tuple[KeptChunk
     piece = kept_of(part, f.terminals, f.at, f.per_chunk, f.keep_choices)
     successors = part.successors
     del part
-    f.followed += 1
-    if f.followed % LET_GO_EVERY == 0:
+    f.chunks_followed += 1
+    if f.chunks_followed % LET_GO_EVERY == 0:
         f.result.release_mapped_pages()  # a stored table's pages these chunks read: kept is what play needs
         trim_heap()  # the chunks' temporaries, freed among what is kept: holes that would stay resident
     return piece, successors
