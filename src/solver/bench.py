@@ -50,7 +50,15 @@ model against the measurement; then the model on the full printed rules,
 enumerated only (49.4 M states: about a minute on 2 cores, about 1 GB).
 Each block's last line gives the 16- and 64-worker speed-ups.
 
-Run as `python -m solver.bench [--quick | --solve-cost | --wavefront]`.
+With `--against CHECKOUT`, the solve-cost figure of another checkout of
+this project (the code a change is measured against) and of this one,
+measured at the same time, each on one worker pinned to a core of its own,
+then again with the cores swapped (`paired_cost`): the ratio of their CPU
+seconds, pair by pair, and its mean, each run's passes a state beside it.
+Runs one after the other move by a sixth on a shared machine; the two runs
+of a pair, of one commit, within a few percent.
+
+Run as `python -m solver.bench [--quick | --solve-cost | --against CHECKOUT | --wavefront]`.
 """
 
 from __future__ import annotations
@@ -75,6 +83,7 @@ from .core.result import SolveResult
 from .core.shapley import max_cells, stage_matrix_kernel
 from .core.solve import solve_from
 from .core.stage import matrix_game_kernel, solve_matrix_game_lp
+from .paired_cost import PairingError, pair_lines, paired_solve_cost
 from .scaling import WORKER_COUNTS, CostModel, measure_layers, measured_scaling, modelled_scaling, ranked_layers
 from .solve_cost import PASSES_TIMED, measure_solve_cost
 
@@ -630,6 +639,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a small rule set end to end, and no full game")
     parser.add_argument("--solve-cost", action="store_true",
                         help="only the solve-cost figure: the printed board at health 1, in stage passes a state")
+    parser.add_argument("--against", metavar="CHECKOUT",
+                        help="the solve cost of CHECKOUT (a baseline) and of this checkout, measured side by side"
+                             " on a core each, as the ratio of their CPU seconds")
     parser.add_argument("--wavefront", action="store_true",
                         help="only the scaling figure: the layer schedule's speed-up on 1 to 64 workers, predicted")
     args = parser.parse_args(argv)
@@ -639,6 +651,15 @@ def main(argv: list[str] | None = None) -> int:
         game = ChargeSparkGame(rules)
         return game, game.encode(initial_position(rules))
 
+    if args.against:
+        try:
+            pairs = paired_solve_cost(args.against, ["health=1"])
+        except PairingError as error:
+            print(f"python -m solver.bench: error: {error}", file=sys.stderr)
+            return 2
+        for line in pair_lines(pairs, args.against):
+            print(line, flush=True)
+        return 0
     if args.solve_cost:
         for line in bench_solve_cost(*rooted(["health=1"]), tiny=rooted(["board=SM", "health=1", "bonus_cards="])):
             print(line, flush=True)
