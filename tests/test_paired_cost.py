@@ -70,6 +70,22 @@ def test_a_run_that_fails_names_its_checkout_and_its_last_error_line(tmp_path, m
         paired_solve_cost(baseline_checkout(tmp_path, 40.0), [], rounds=1)
 
 
+@needs_two_cores
+def test_when_the_baseline_fails_the_other_run_is_stopped_not_left_going(tmp_path, monkeypatch):
+    # The baseline (its module says PASSES) fails at once; this checkout's run would sleep a minute.
+    monkeypatch.setattr(paired_cost, "CHILD", (
+        "import time, solver.solve_cost as cost\n"
+        "if hasattr(cost, 'PASSES'):\n    raise SystemExit('baseline broke')\n"
+        "time.sleep(60)\n"
+    ))
+    started = []
+    start = paired_cost.measure_on_core
+    monkeypatch.setattr(paired_cost, "measure_on_core", lambda *a: started.append(start(*a)) or started[-1])
+    with pytest.raises(PairingError, match="baseline broke"):
+        paired_solve_cost(baseline_checkout(tmp_path, 40.0), [], rounds=1)
+    assert [process.poll() is not None for process in started] == [True, True]
+
+
 @pytest.mark.slow
 @needs_two_cores
 def test_this_checkout_against_itself_solves_the_board_in_both_runs():

@@ -126,7 +126,13 @@ def paired_solve_cost(baseline: str | os.PathLike[str], overrides: list[str], ro
         base_core, own_core = (first, second) if number % 2 == 0 else (second, first)
         base = measure_on_core(base_src, base_core, overrides)
         own = measure_on_core(own_src, own_core, overrides)
-        pairs.append(Pair(finished_run(base, base_core, base_src), finished_run(own, own_core, own_src)))
+        try:
+            pairs.append(Pair(finished_run(base, base_core, base_src), finished_run(own, own_core, own_src)))
+        finally:
+            for process in (base, own):  # a run left going when the other failed is stopped, not orphaned
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
     return pairs
 
 
