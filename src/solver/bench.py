@@ -86,6 +86,7 @@ from .core.stage import matrix_game_kernel, solve_matrix_game_lp
 from .paired_cost import PairingError, pair_lines, paired_solve_cost
 from .scaling import WORKER_COUNTS, CostModel, measure_layers, measured_scaling, modelled_scaling, ranked_layers
 from .solve_cost import PASSES_TIMED, measure_solve_cost
+from .user_errors import one_line
 
 TARGET_STAGE_RATIO = 300  # at 6x6
 TARGET_END_TO_END_RATIO = 1000
@@ -655,7 +656,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             pairs = paired_solve_cost(args.against, ["health=1"])
         except PairingError as error:
-            print(f"python -m solver.bench: error: {error}", file=sys.stderr)
+            print(f"python -m solver.bench: error: {one_line(error)}", file=sys.stderr)
             return 2
         for line in pair_lines(pairs, args.against):
             print(line, flush=True)

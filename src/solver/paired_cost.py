@@ -94,7 +94,7 @@ def two_cores() -> tuple[int, int]:
 
 def measure_on_core(src: Path, core: int, overrides: list[str]) -> subprocess.Popen[str]:
     """Start one run of the figure with `src`'s code, pinned to `core`."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")])))
     return subprocess.Popen(
         [sys.executable, "-c", CHILD, *overrides], cwd=src.parent, env=env, text=True,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=lambda: os.sched_setaffinity(0, {core}),
