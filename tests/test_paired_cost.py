@@ -64,6 +64,16 @@ def test_a_directory_that_is_not_a_checkout_is_one_line_and_exit_2(tmp_path, cap
 
 
 @needs_two_cores
+def test_a_first_pair_warms_both_checkouts_and_is_not_counted(tmp_path, monkeypatch):
+    monkeypatch.setattr(paired_cost, "CHILD", FAKE_CHILD)
+    started = []
+    start = paired_cost.measure_on_core
+    monkeypatch.setattr(paired_cost, "measure_on_core", lambda src, core, rules: started.append(src) or start(src, core, rules))
+    pairs = paired_solve_cost(baseline_checkout(tmp_path, 40.0), [], rounds=2)
+    assert len(pairs) == 2 and len(started) == 6  # three pairs run, two counted
+
+
+@needs_two_cores
 def test_a_run_that_fails_names_its_checkout_and_its_last_error_line(tmp_path, monkeypatch):
     monkeypatch.setattr(paired_cost, "CHILD", "raise SystemExit('no such rule set')")
     with pytest.raises(PairingError, match="ended with code 1: no such rule set"):

@@ -53,7 +53,8 @@ Each block's last line gives the 16- and 64-worker speed-ups.
 With `--against CHECKOUT`, the solve-cost figure of another checkout of
 this project (the code a change is measured against) and of this one,
 measured at the same time, each on one worker pinned to a core of its own,
-then again with the cores swapped (`paired_cost`): the ratio of their CPU
+then again with the cores swapped, after a first pair that only warms both
+checkouts' compiled kernels (`paired_cost`): the ratio of their CPU
 seconds, pair by pair, and its mean, each run's passes a state beside it.
 Runs one after the other move by a sixth on a shared machine; the two runs
 of a pair, of one commit, within a few percent.
