@@ -260,7 +260,10 @@ def test_what_a_round_keeps_of_the_stage_games_changes_nothing(monkeypatch, smal
     improve = hurry_module.improve_strategy
 
     def forgetting(*args, memo=None, **kwargs):
-        return improve(*args[:9], **kwargs)  # the memo (tenth argument) dropped: a fresh one each round
+        # What the rounds learn (the caps, the lone actions) dropped: a fresh memo each round, which
+        # knows only A's value and optimal strategies, found once before the rounds (`stage_optima`).
+        memo = memo if memo is not None else args[9]
+        return improve(*args[:9], memo=hurry_module.StageMemo.known(memo.value, memo.row, memo.col), **kwargs)
 
     with monkeypatch.context() as patch:
         patch.setattr(hurry_module, "improve_strategy", forgetting)

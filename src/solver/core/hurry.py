@@ -17,6 +17,10 @@ whatever keeps the game going, every action allowed). So both sides prefer
 shorter games, the losing side too, which is what closes hide-or-run loops:
 the side that is not forced to mix ends them at once.
 
+Only the actions some optimal stage strategy may play are kept
+(`stage_optima`, `pruning`): the others are never played, so cycles that
+only they close are not iterated.
+
 The buzzer game is discounted (a contraction), so it has a value and
 stationary optimal strategies. They are found by strategy iteration from the
 value solve's strategy: the stalling opponent's exact best response
@@ -40,7 +44,7 @@ much, at least.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numba
 import numpy as np
@@ -50,6 +54,7 @@ from .best_response import best_response_and_stalls, best_response_values
 from .bracketing import component_games
 from .components import predecessors_among, scc_from_csr, successor_csr
 from .graph import GameGraph, segment_positions
+from .pruning import kept_actions
 from .shapley import max_cells, stage_matrix_kernel
 from .stage import (
     col_guarantee,
@@ -190,7 +195,7 @@ def buzzer_graph(graph: GameGraph, ends: np.ndarray, exit_buzzer: np.ndarray, et
 def _improve_side(
     row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
     b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, max_cells, declined, gain,
-    stale, pred_ptr, pred, caps, lone,
+    stale, pred_ptr, pred, caps, lone, known_value, known_row, known_col,
 ):
     """Into `strategy` (one side's, updated in place): at every state, of the
     side's optimal strategies in the stage game A of `a_values`, the best in
@@ -215,7 +220,7 @@ def _improve_side(
         declined[i] = not _improve_state(
             i, row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
             b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, gain, caps, lone,
-            a_buffer, b_buffer, held, T, basis,
+            known_value, known_row, known_col, a_buffer, b_buffer, held, T, basis,
         )
         if abs(b_values[i] - before) > MOVED:
             for e in range(pred_ptr[i], pred_ptr[i + 1]):
@@ -234,7 +239,7 @@ def _state_buffers(max_cells):
 def _improve_state(
     i, row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
     b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, gain, caps, lone,
-    a_buffer, b_buffer, held, T, basis,
+    known_value, known_row, known_col, a_buffer, b_buffer, held, T, basis,
 ):
     """State i's stage strategy for one side: of its optimal strategies in A,
     the best in B, unless the one held is as good (the switching rule); and
@@ -259,7 +264,11 @@ def _improve_state(
     the side's other actions (`tiebreak_is_moot`), the first visit does not run
     the LP either, as the value solve's tie-break does not. (The side's
     optimal strategy is unique at about half the states of the printed
-    board's largest parts at health 1.)"""
+    board's largest parts at health 1.)
+
+    Where A's value and optimal strategies were found before (`known_value`
+    not nan, `known_row`, `known_col`: `playable_actions`), the first visit
+    takes them instead of solving A again."""
     m = row_ptr[i + 1] - row_ptr[i]
     n = col_ptr[i + 1] - col_ptr[i]
     own = m if row_side else n
@@ -280,7 +289,12 @@ def _improve_state(
         out = x if row_side else y
         try:
             if lone[i] == UNSEEN:
-                v = matrix_game_kernel_ws(a, x, y, T, basis)
+                if known_value.shape[0] and not np.isnan(known_value[i]):
+                    v = known_value[i]
+                    x[:] = known_row[row_ptr[i] : row_ptr[i + 1]]
+                    y[:] = known_col[col_ptr[i] : col_ptr[i + 1]]
+                else:
+                    v = matrix_game_kernel_ws(a, x, y, T, basis)
                 caps[i] = tiebreak_cap(a, v, 0.0, row_side, x, y)
                 if tiebreak_is_moot(a, v, x, y, row_side, 0.0):
                     unique = True  # the tie-break LP could only find `out` again, within round-off
@@ -334,6 +348,7 @@ def _settle_acyclic_side(
     ci, comp_ptr, comp_states, succ_ptr, succ,
     row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
     b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, max_cells, declined, gain, caps, lone,
+    known_value, known_row, known_col,
 ):
     """Settle components ci, ci+1, ... that are one state without a self-loop
     (`_improve_state` once: its successors' buzzer values are final, so what
@@ -351,7 +366,7 @@ def _settle_acyclic_side(
         declined[s] = not _improve_state(
             s, row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
             b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, gain, caps, lone,
-            a_buffer, b_buffer, held, T, basis,
+            known_value, known_row, known_col, a_buffer, b_buffer, held, T, basis,
         )
         ci += 1
     return ci
@@ -373,6 +388,10 @@ def mark_stale(stale: np.ndarray, moved: np.ndarray, pred_ptr: np.ndarray, pred:
         stale[pred[segment_positions(pred_ptr, at)]] = True
 
 
+def _none() -> np.ndarray:
+    return np.zeros(0)
+
+
 @dataclass(frozen=True, eq=False)
 class StageMemo:
     """What `improve_strategy` learns of each state's stage game A, which stays
@@ -382,10 +401,31 @@ class StageMemo:
 
     caps: np.ndarray
     lone: np.ndarray
+    value: np.ndarray = field(default_factory=_none)  # A's value per state where solved before (nan: not), or none ...
+    row: np.ndarray = field(default_factory=_none)  # ... and its optimal strategies
+    col: np.ndarray = field(default_factory=_none)
 
     @classmethod
     def fresh(cls, states: int) -> StageMemo:
         return cls(np.zeros(states), np.full(states, UNSEEN, np.int64))
+
+    @classmethod
+    def known(cls, value: np.ndarray, row: np.ndarray, col: np.ndarray) -> StageMemo:
+        """A memo of stage games A whose value and optimal strategies are known already (nan: not this one's)."""
+        return cls(np.zeros(value.shape[0]), np.full(value.shape[0], UNSEEN, np.int64), value, row, col)
+
+    def of_part(self, graph: GameGraph, states: np.ndarray) -> StageMemo:
+        """This memo for the part of `graph` cut out at `states` (`component_games`)."""
+        if not self.value.size:
+            return StageMemo.fresh(states.size)
+        rows = segment_positions(np.asarray(graph.row_ptr, np.int64), states)
+        cols = segment_positions(np.asarray(graph.col_ptr, np.int64), states)
+        return StageMemo(self.caps[states], self.lone[states], self.value[states], self.row[rows], self.col[cols])
+
+    @property
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The kernels' arguments from `caps` on."""
+        return self.caps, self.lone, self.value, self.row, self.col
 
 
 def improve_strategy(
@@ -411,7 +451,7 @@ def improve_strategy(
     memo = memo if memo is not None else StageMemo.fresh(graph.num_states)
     _improve_side(  # type: ignore[call-arg]  # numba's dispatcher passes the kernel's own arguments
         *_improve_arrays(graph, values, buzzer, updated, side),
-        out, max_cells(graph), declined, gain, stale, pred_ptr, pred, memo.caps, memo.lone,
+        out, max_cells(graph), declined, gain, stale, pred_ptr, pred, *memo.arrays,
     )
     return out, updated, declined
 
@@ -430,24 +470,131 @@ class Rounds:
         return "capped" if self.capped else str(self.rounds)
 
 
+PLAYABLE = 1e-9
+"""An action whose payoff against the opponent's optimal stage strategy falls
+short of the stage value by more than this is played by no optimal strategy
+(complementary slackness), except with a weight of at most the round-off of
+the value over this: hurried play takes it away (`stage_optima`)."""
+
+
+@numba.njit(cache=True)
+def _stage_optima(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, pay, unending, values, row_side, max_cells,
+                  keep, value, row, col):
+    """Per state, the stage game A at `values` solved: its value into `value`
+    and optimal strategies into `row` and `col`, and into `keep` (over the
+    side's actions) those within `PLAYABLE` of the value against the
+    opponent's optimal strategy, and those the side's optimal strategy plays
+    (so that it is a strategy of the game without the others). Where the side
+    has one action, or the kernel cannot solve A, every action is kept and
+    the value left nan."""
+    buffer = np.empty(max_cells)
+    T, basis = make_workspace(16)
+    for i in range(row_ptr.shape[0] - 1):
+        m = row_ptr[i + 1] - row_ptr[i]
+        n = col_ptr[i + 1] - col_ptr[i]
+        first = row_ptr[i] if row_side else col_ptr[i]
+        own = m if row_side else n
+        keep[first : first + own] = True
+        if own == 1:
+            continue
+        a = buffer[: m * n].reshape((m, n))
+        stage_matrix_kernel(i, values, 1.0, unending, cell_ptr, out_ptr, out_next, out_prob, pay, m, n, a)
+        x = row[row_ptr[i] : row_ptr[i + 1]]
+        y = col[col_ptr[i] : col_ptr[i + 1]]
+        try:
+            v = matrix_game_kernel_ws(a, x, y, T, basis)
+        except Exception:  # noqa: BLE001 - every action stays, and the first visit solves A itself
+            continue
+        value[i] = v
+        for k in range(own):
+            reply = 0.0
+            if row_side:
+                for h in range(n):
+                    reply += a[k, h] * y[h]
+                # The optimal strategy found keeps its own support, near ties of the kernel's round-off included.
+                keep[first + k] = reply >= v - PLAYABLE or x[k] > 0.0
+            else:
+                for h in range(m):
+                    reply += x[h] * a[h, k]
+                keep[first + k] = reply <= v + PLAYABLE or y[k] > 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class StageOptima:
+    """One side's stage games A solved once (`stage_optima`): per state the
+    value (nan where not solved), both sides' optimal strategies, and per
+    action of the side whether an optimal strategy may play it."""
+
+    keep: np.ndarray
+    value: np.ndarray
+    row: np.ndarray
+    col: np.ndarray
+
+
+def stage_optima(graph: GameGraph, values: np.ndarray, side: int) -> StageOptima:
+    """The stage games of `graph` at `values` solved, and `side`'s playable actions (`StageOptima`)."""
+    keep = np.zeros((graph.row_actions if side == 0 else graph.col_actions).shape[0], np.bool_)
+    value = np.full(graph.num_states, np.nan)
+    row, col = np.zeros(graph.row_actions.shape[0]), np.zeros(graph.col_actions.shape[0])
+    _stage_optima(  # type: ignore[call-arg]  # numba's dispatcher passes the kernel's own arguments
+        *graph.kernel_arrays()[:7], float(graph.unending_payoff), np.ascontiguousarray(values, np.float64), side == 0,
+        max_cells(graph), keep, value, row, col,
+    )
+    return StageOptima(keep, value, row, col)
+
+
 def hurried_side(
     graph: GameGraph, guarantee: np.ndarray, strategy: np.ndarray, buzzer: GameGraph, side: int, eta: float,
+) -> tuple[np.ndarray, np.ndarray, Rounds]:
+    """(strategy, buzzer values, rounds taken) of one side (`_hurried_side`), on
+    the graphs without the side's actions that no optimal stage strategy plays
+    (`stage_optima`): the moves they make are never made, so they tie no
+    states into cycles (on the printed board at health 1, a third of the
+    states on cycles of the whole buzzer game lie on none once they go). The
+    stage games A solved to find them are not solved again."""
+    with phase_clock.phase("hurried play: the rest"):
+        optima = stage_optima(graph, guarantee, side)
+        every = np.ones((graph.col_actions if side == 0 else graph.row_actions).shape[0], np.bool_)
+        keep_row, keep_col = (optima.keep, every) if side == 0 else (every, optima.keep)
+        pruned, rows, cols = kept_actions(graph, keep_row, keep_col)
+        pruned_buzzer = kept_actions(buzzer, keep_row, keep_col)[0]
+        kept = rows if side == 0 else cols
+        ptr = np.asarray(pruned.row_ptr if side == 0 else pruned.col_ptr, np.int64)
+        # The strategy held loses the weight it had on actions taken away (round-off, or none);
+        # where it had all of it there, the optimal strategy found stands in.
+        held = np.asarray(strategy, np.float64)[kept]
+        total = np.add.reduceat(held, ptr[:-1]) if held.size else np.zeros(0)
+        lost = total <= 0.0
+        held /= np.repeat(np.where(lost, 1.0, total), np.diff(ptr))
+        if lost.any():
+            at = segment_positions(ptr, np.flatnonzero(lost))
+            held[at] = (optima.row if side == 0 else optima.col)[kept][at]
+        memo = StageMemo.known(optima.value, optima.row[rows], optima.col[cols])
+    pruned_out, values, rounds = _hurried_side(pruned, guarantee, held, pruned_buzzer, side, eta, memo)
+    out = np.zeros(optima.keep.shape[0])
+    out[kept] = pruned_out
+    return out, values, rounds
+
+
+def _hurried_side(
+    graph: GameGraph, guarantee: np.ndarray, strategy: np.ndarray, buzzer: GameGraph, side: int, eta: float,
+    memo: StageMemo,
 ) -> tuple[np.ndarray, np.ndarray, Rounds]:
     """(strategy, buzzer values, rounds taken) of one side: strategy iteration on its buzzer
     game from `strategy` (the value solve's), over the stage strategies that
     keep `guarantee` (that side's exact guarantee in `graph`).
 
-    Component by component of the buzzer game (every action of both sides
-    counted, so the order holds whatever either side picks), successors
+    Component by component of the buzzer game (every action of both sides in
+    `graph` counted, so the order holds whatever either side picks), successors
     first: a state on no cycle is settled by one stage solve against its
     successors' final buzzer values; a cyclic component is cut out with its
     exits paying theirs and iterated (`_iterated_side`). On the printed
     board at health 1 about 40% of a rank's states are on no cycle: they
-    are solved once instead of in every round of the cycles' iteration."""
+    are solved once instead of in every round of the cycles' iteration.
+    `memo`: what is known of `guarantee`'s stage games (`StageMemo`)."""
     sign = 1.0 if side == 0 else -1.0
     out = np.array(strategy, np.float64, copy=True)
     values = np.zeros(graph.num_states)  # payoffs to P1 in `buzzer`: 0 is the least P1's side (the most P2's) can get
-    memo = StageMemo.fresh(graph.num_states)
     declined = np.zeros(graph.num_states, np.bool_)
     with phase_clock.phase("hurried play: the rest"):
         succ_ptr, succ = successor_csr(buzzer)
@@ -457,7 +604,7 @@ def hurried_side(
     enough = max(IMPROVED, 1e-2 * eta)
     # `values` is filled in place, component by component: the kernel's arguments are the same arrays throughout.
     arrays = (*_improve_arrays(graph, guarantee, buzzer, values, side), out, max_cells(graph), declined, enough,
-              memo.caps, memo.lone)
+              *memo.arrays)
     spent: list[Rounds] = []
     ci, ncomp = 0, comp_ptr.shape[0] - 1
     while ci < ncomp:
@@ -471,7 +618,9 @@ def hurried_side(
         (part_buzzer,) = component_games(buzzer, states, local, [values])
         local[states] = -1
         at = segment_positions(ptr, states)
-        out[at], part_values, rounds = _iterated_side(part, guarantee[states], out[at], part_buzzer, side, eta)
+        out[at], part_values, rounds = _iterated_side(
+            part, guarantee[states], out[at], part_buzzer, side, eta, memo.of_part(graph, states),
+        )
         values[states] = sign * part_values
         spent.append(rounds)
         ci += 1
@@ -493,9 +642,11 @@ def _improve_arrays(graph: GameGraph, a_values: np.ndarray, buzzer: GameGraph, b
 
 def _iterated_side(
     graph: GameGraph, guarantee: np.ndarray, strategy: np.ndarray, buzzer: GameGraph, side: int, eta: float,
+    memo: StageMemo | None = None,
 ) -> tuple[np.ndarray, np.ndarray, Rounds]:
     """`hurried_side`'s answer for a game whose exits are final, by strategy
-    iteration over all its states at once.
+    iteration over all its states at once (`memo`: what is known of
+    `guarantee`'s stage games, kept from round to round).
 
     Each round improves the strategy by Gauss-Seidel sweeps of stage
     tie-break LPs (the first from buzzer values of 0; one sweep in the first
@@ -516,7 +667,7 @@ def _iterated_side(
     evaluated = False
     preds = predecessors(buzzer)
     stale = np.ones(graph.num_states, np.bool_)
-    memo = StageMemo.fresh(graph.num_states)  # `guarantee`'s stage games are the same in every round
+    memo = memo if memo is not None else StageMemo.fresh(graph.num_states)  # `guarantee`'s stage games are the same in every round
     # A turn saved is worth about eta of buzzer value: gains below a hundredth of a turn are not pursued.
     enough = max(IMPROVED, 1e-2 * eta)
     for done in range(1, MAX_ROUNDS + 1):
