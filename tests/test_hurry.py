@@ -260,10 +260,15 @@ def test_what_a_round_keeps_of_the_stage_games_changes_nothing(monkeypatch, smal
     improve = hurry_module.improve_strategy
 
     def forgetting(*args, memo=None, **kwargs):
-        # What the rounds learn (the caps, the lone actions) dropped: a fresh memo each round, which
-        # knows only A's value and optimal strategies, found once before the rounds (`stage_optima`).
+        # What the rounds learn of A (the caps, the lone actions) dropped: a fresh memo each round, which
+        # knows only A's value and optimal strategies, found once before the rounds (`stage_optima`),
+        # and which of the strategies held the tie-break gave.
         memo = memo if memo is not None else args[9]
-        return improve(*args[:9], memo=hurry_module.StageMemo.known(memo.value, memo.row, memo.col), **kwargs)
+        fresh = hurry_module.StageMemo.known(memo.value, memo.row, memo.col)
+        fresh.answered[:] = memo.answered
+        out = improve(*args[:9], memo=fresh, **kwargs)
+        memo.answered[:] = fresh.answered
+        return out
 
     with monkeypatch.context() as patch:
         patch.setattr(hurry_module, "improve_strategy", forgetting)
@@ -288,3 +293,28 @@ def test_each_part_reports_the_buzzer_values_its_strategy_really_has(small_hurri
         exact = sign * best_response_values(buzzer, side, strategy)
         assert np.abs(values - exact).max() <= 1e-2 * hurry_module.BUZZER + 1e-12
         assert not rounds.capped
+
+
+def test_a_held_answer_of_the_tie_break_is_not_replaced_by_another_for_a_hair_in_a():
+    """The tie-break LP keeps A's cap only to its certificate's tolerance, so two
+    of its answers can differ in A by more than the 1e-12 the switching rule
+    allows the value solve's strategy. A strategy held that the tie-break gave
+    (`StageMemo.answered`) is therefore compared with a new answer in B only:
+    flipping to an answer worse in B left a buzzer value the strategy does not
+    guarantee, and a part of the printed rules at health 2 then flipped back
+    and forth until its cap of rounds. Here P1 may loop (row 0, worth a hair
+    more in A) or win at once (row 1): held at row 1 by the tie-break, it stays;
+    held there by the value solve, A decides."""
+    from solver.core.graph import build_graph
+
+    game = DictGame({0: {(0, 0): [(1.0, 0)], (1, 0): [(1.0, WIN)]}}, ["loop", "win"])
+    graph = build_graph(game, np.array([0], np.int64))
+    ends = np.ones(graph.terminal_payoff.shape[0], np.bool_)
+    buzzer = hurry_module.buzzer_graph(graph, ends, np.zeros(ends.size), 1e-6, 1.0)
+    values = np.array([1.0 + 5e-12])  # A: loop 1 + 5e-12, win 1
+    held = np.array([0.0, 1.0])
+    for answered, expected in ((True, held), (False, [1.0, 0.0])):
+        memo = hurry_module.StageMemo.fresh(graph.num_states)
+        memo.answered[0] = answered
+        out, _, _ = hurry_module.improve_strategy(graph, values, buzzer, np.zeros(1), 0, held, 1e-8, memo=memo)
+        np.testing.assert_array_equal(out, expected)

@@ -195,7 +195,7 @@ def buzzer_graph(graph: GameGraph, ends: np.ndarray, exit_buzzer: np.ndarray, et
 def _improve_side(
     row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
     b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, max_cells, declined, gain,
-    stale, pred_ptr, pred, caps, lone, known_value, known_row, known_col,
+    stale, pred_ptr, pred, caps, lone, answered, known_value, known_row, known_col,
 ):
     """Into `strategy` (one side's, updated in place): at every state, of the
     side's optimal strategies in the stage game A of `a_values`, the best in
@@ -220,7 +220,7 @@ def _improve_side(
         declined[i] = not _improve_state(
             i, row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
             b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, gain, caps, lone,
-            known_value, known_row, known_col, a_buffer, b_buffer, held, T, basis,
+            answered, known_value, known_row, known_col, a_buffer, b_buffer, held, T, basis,
         )
         if abs(b_values[i] - before) > MOVED:
             for e in range(pred_ptr[i], pred_ptr[i + 1]):
@@ -239,7 +239,7 @@ def _state_buffers(max_cells):
 def _improve_state(
     i, row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
     b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, gain, caps, lone,
-    known_value, known_row, known_col, a_buffer, b_buffer, held, T, basis,
+    answered, known_value, known_row, known_col, a_buffer, b_buffer, held, T, basis,
 ):
     """State i's stage strategy for one side: of its optimal strategies in A,
     the best in B, unless the one held is as good (the switching rule); and
@@ -314,11 +314,15 @@ def _improve_state(
         # Policy iteration's switching rule: the strategy held is kept unless the new one is
         # better in B by more than `gain` (and the held one is as good in A). Ties in B (many
         # stage strategies end the game equally soon) then never flip from round to round.
+        # A strategy held that the tie-break itself gave (`answered`: the same A, the same cap)
+        # is as good in A as its new answer: the LP keeps the cap only to its certificate's
+        # tolerance, so comparing two answers' guarantees in A to 1e-12 would flip between them
+        # (and a flip to an answer worse in B would leave a value it does not guarantee).
         if row_side:
-            kept = (row_guarantee(a, now) >= row_guarantee(a, out) - 1e-12
+            kept = ((answered[i] or row_guarantee(a, now) >= row_guarantee(a, out) - 1e-12)
                     and row_guarantee(b, out) <= row_guarantee(b, now) + gain)
         else:
-            kept = (col_guarantee(a, now) <= col_guarantee(a, out) + 1e-12
+            kept = ((answered[i] or col_guarantee(a, now) <= col_guarantee(a, out) + 1e-12)
                     and col_guarantee(b, out) >= col_guarantee(b, now) - gain)
         if unique and (not kept or _same_point(now, out)):
             lone[i] = ONLY_OPTIMAL  # the strategy held is the only optimal one: later rounds keep it without an LP
@@ -327,6 +331,7 @@ def _improve_state(
         else:
             for j in range(own):
                 strategy[first + j] = out[j]
+            answered[i] = solved
     if row_side:
         b_values[i] = max(b_values[i], row_guarantee(b, out))
     else:
@@ -348,7 +353,7 @@ def _settle_acyclic_side(
     ci, comp_ptr, comp_states, succ_ptr, succ,
     row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
     b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, max_cells, declined, gain, caps, lone,
-    known_value, known_row, known_col,
+    answered, known_value, known_row, known_col,
 ):
     """Settle components ci, ci+1, ... that are one state without a self-loop
     (`_improve_state` once: its successors' buzzer values are final, so what
@@ -366,7 +371,7 @@ def _settle_acyclic_side(
         declined[s] = not _improve_state(
             s, row_ptr, col_ptr, cell_ptr, a_out_ptr, a_out_next, a_out_prob, a_pay, a_unending, a_values,
             b_out_ptr, b_out_next, b_out_prob, b_pay, b_values, row_side, strategy, gain, caps, lone,
-            known_value, known_row, known_col, a_buffer, b_buffer, held, T, basis,
+            answered, known_value, known_row, known_col, a_buffer, b_buffer, held, T, basis,
         )
         ci += 1
     return ci
@@ -401,18 +406,20 @@ class StageMemo:
 
     caps: np.ndarray
     lone: np.ndarray
+    answered: np.ndarray  # whether the strategy held is one the state's tie-break gave (see `_improve_state`)
     value: np.ndarray = field(default_factory=_none)  # A's value per state where solved before (nan: not), or none ...
     row: np.ndarray = field(default_factory=_none)  # ... and its optimal strategies
     col: np.ndarray = field(default_factory=_none)
 
     @classmethod
     def fresh(cls, states: int) -> StageMemo:
-        return cls(np.zeros(states), np.full(states, UNSEEN, np.int64))
+        return cls(np.zeros(states), np.full(states, UNSEEN, np.int64), np.zeros(states, np.bool_))
 
     @classmethod
     def known(cls, value: np.ndarray, row: np.ndarray, col: np.ndarray) -> StageMemo:
         """A memo of stage games A whose value and optimal strategies are known already (nan: not this one's)."""
-        return cls(np.zeros(value.shape[0]), np.full(value.shape[0], UNSEEN, np.int64), value, row, col)
+        n = value.shape[0]
+        return cls(np.zeros(n), np.full(n, UNSEEN, np.int64), np.zeros(n, np.bool_), value, row, col)
 
     def of_part(self, graph: GameGraph, states: np.ndarray) -> StageMemo:
         """This memo for the part of `graph` cut out at `states` (`component_games`)."""
@@ -420,12 +427,14 @@ class StageMemo:
             return StageMemo.fresh(states.size)
         rows = segment_positions(np.asarray(graph.row_ptr, np.int64), states)
         cols = segment_positions(np.asarray(graph.col_ptr, np.int64), states)
-        return StageMemo(self.caps[states], self.lone[states], self.value[states], self.row[rows], self.col[cols])
+        return StageMemo(
+            self.caps[states], self.lone[states], self.answered[states], self.value[states], self.row[rows], self.col[cols],
+        )
 
     @property
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The kernels' arguments from `caps` on."""
-        return self.caps, self.lone, self.value, self.row, self.col
+        return self.caps, self.lone, self.answered, self.value, self.row, self.col
 
 
 def improve_strategy(
