@@ -15,7 +15,14 @@ from rules.charge_spark.game import ChargeSparkGame
 from rules.charge_spark.state import initial_position
 from solver.core.components import strongly_connected_components
 from solver.core.graph import build_graph, reachable_states
-from solver.core.layered import _OffsetColumn, _SharedFigures, _states_and_slots, enumerate_by_rank, solve_layers
+from solver.core.layered import (
+    _OffsetColumn,
+    _SharedFigures,
+    _states_and_slots,
+    enumerate_by_rank,
+    solve_layers,
+    solve_layers_at,
+)
 from solver.core.shared_arrays import SharedArrays
 from solver.core.solve import _solve_graph
 
@@ -270,8 +277,8 @@ def test_a_killed_solve_leaves_no_working_files_behind_the_next_one(tmp_path):
 def test_p2_guarantees_are_mirrored_from_p1s_not_recomputed(monkeypatch):
     # With a symmetric game every state's strategies mirror its twin's, so the
     # certificate of a layer holding both twins computes P1's best responses
-    # only; the global best responses above check that the mirrored guarantees
-    # are exact.
+    # only (of the value solve's strategies, where they are the ones reported);
+    # the global best responses above check that the mirrored guarantees are exact.
     import solver.core.layered as layered_module
     from solver.core.bracketing import mirrors_strategies
 
@@ -287,11 +294,16 @@ def test_p2_guarantees_are_mirrored_from_p1s_not_recomputed(monkeypatch):
     layers = enumerate_by_rank(game, [game.encode(initial_position(rules))])
     # Only the layers are solved here: the whole-graph solve calls the same best responses.
     monkeypatch.setattr(layered_module, "best_response_values", counted)
-    layered = solve_layers(game, layers)
+    # Without hurried play the value solve's strategies are the ones reported, and certified.
+    solve_layers_at(game, layers, np.array([game.encode(initial_position(rules))]), hurried=False)
     # A layer of positions ahead for one seat has its twins in another layer (mirrored from
     # it, so not there yet): P2's best responses there are computed, elsewhere mirrored.
     twinned = {layer.twin_of for layer in layers if layer.twin_of is not None}
     assert twinned and seats.count(0) == len(layers) - len(twinned) and seats.count(1) == len(twinned)
+    # With hurried play, its strategies are the ones certified (by their own best responses).
+    seats.clear()
+    layered = solve_layers(game, layers)
+    assert seats == []
     graph = build_graph(game, layered.states)
     twin = np.searchsorted(layered.states, game.swap(layered.states))
     assert mirrors_strategies(graph, twin, layered.row_strategy, layered.col_strategy)

@@ -424,26 +424,24 @@ def solve_layer(
 
 def solve_part(
     part: LayerGraph, exits: ExitFigures, mirror: np.ndarray | None, warm: np.ndarray | None = None, *,
-    progress: Callable[[int], None] | None = None, guess: bool = True, timings: dict[str, float] | None = None,
-    hurried: bool = True,
+    progress: Callable[[int], None] | None = None, timings: dict[str, float] | None = None, hurried: bool = True,
 ) -> LayerSolution:
     """Solve and certify a part of a game whose exits pay what `exits` says (a
     rank cut out of a game, or a whole game: `LayerGraph.whole` with
     `ExitFigures.none`).
 
     Strategies by `bracket_values` (from the first estimates `warm`, per
-    state, if given; `progress` and `mirror` as there), then the certificate
-    recomputed independently of the bracket's bookkeeping: each side's exact
-    guarantee, composed with those of the exits (P2's mirrored from P1's
-    where the part, its exits and its strategies mirror between the seats);
-    then hurried strategies and their guarantees, the Bellman residual and
-    the outcome probabilities (`_hurried_solution`).
+    state, if given; `progress` and `mirror` as there), then the
+    certificate of the strategies reported. Hurried: hurried strategies
+    and their own exact guarantees, the Bellman residual and the outcome
+    probabilities (`_hurried_solution`), the value solve's guarantees being
+    the bracket's. Not hurried: each side's exact guarantee recomputed
+    independently of the bracket's bookkeeping, composed with those of the
+    exits. P2's guarantees are mirrored from P1's where the part, its exits
+    and its strategies mirror between the seats.
 
-    `guess`: each side's best response starts from the bracket's guarantee,
-    which only changes how soon it settles (see `best_response`); False
-    starts it from scratch. `timings`, if given, gains the seconds spent on
-    the bracket ("solve"), on the certificate ("certify") and on the rest
-    ("hurry"). `hurried=False` skips hurried play: the value solve's
+    `timings`, if given, gains the seconds spent on the bracket ("solve"),
+    on the certificate ("certify") and on the rest ("hurry"). `hurried=False` skips hurried play: the value solve's
     certified strategies are the answer (`_value_solution`)."""
     start = time.perf_counter()
     with phase_clock.phase("bracket"):
@@ -456,16 +454,23 @@ def solve_part(
     row, col = bracket.row_strategy, bracket.col_strategy
     bracketed = time.perf_counter()
     with phase_clock.phase("certificate"):
-        # Started from the bracket's guarantees and best replies (the certificate is still an exact best
-        # response: a start only changes how soon it settles), most components take one linear solve.
-        low = best_response_values(p1_graph, 0, row, *((bracket.lower, bracket.p1_reply) if guess else ()))
         p2_graph = with_exit_payoffs(part, exits.p2_guarantee)
-        if _mirrored(part, mirror, exits, row, col):
+        mirrored = _mirrored(part, mirror, exits, row, col)
+        if hurried:
+            # The strategies reported are hurried play's, and its own exact best responses certify
+            # them. The value solve's guarantees (the next ranks' exits) are the bracket's: exact
+            # best responses to these very strategies too, composed component by component.
+            low, high = bracket.lower, bracket.upper
+        else:
+            # Started from the bracket's guarantees and best replies (the certificate is still an exact
+            # best response: a start only changes how soon it settles), most components take one solve.
+            low = best_response_values(p1_graph, 0, row, bracket.lower, bracket.p1_reply)
+            if not mirrored:
+                high = best_response_values(p2_graph, 1, col, bracket.upper, bracket.p2_reply)
+        if mirrored:
             # P2's strategies are P1's seen from the other seat, and so are the exits' figures:
             # P2's best response at a state is P1's at its twin, with the seats swapped.
             high = 2.0 * part.graph.unending_payoff - low[mirror]
-        else:
-            high = best_response_values(p2_graph, 1, col, *((bracket.upper, bracket.p2_reply) if guess else ()))
         middle = np.clip(bracket.values, low, np.maximum(low, high))
     certified = time.perf_counter()
     if not hurried:

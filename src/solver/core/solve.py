@@ -319,12 +319,10 @@ def _solve_graph(
         mirror = seat_mirror(graph, game.swap(graph.states))
         first = warm(graph.states) if warm is not None else None
         timings["solve"] = time.perf_counter() - clock
-        # The whole game is a part with no exits. Its certificate's best responses start from
-        # scratch: a start only changes how soon they settle, up to policy iteration's tolerance,
-        # and the figures of a whole-graph solve stay exactly those it always gave.
+        # The whole game is a part with no exits; hurried play's best responses certify it.
         done = solve_part(
             LayerGraph.whole(graph), ExitFigures.none(graph.terminal_payoff.shape[0]), mirror, first,
-            progress=bar.advance, guess=False, timings=timings,
+            progress=bar.advance, timings=timings,
         )
     return SolveResult(
         states=graph.states,
