@@ -267,7 +267,7 @@ def _improve_state(
     board's largest parts at health 1.)
 
     Where A's value and optimal strategies were found before (`known_value`
-    not nan, `known_row`, `known_col`: `playable_actions`), the first visit
+    not nan, `known_row`, `known_col`: `stage_optima`), the first visit
     takes them instead of solving A again."""
     m = row_ptr[i + 1] - row_ptr[i]
     n = col_ptr[i + 1] - col_ptr[i]
@@ -402,7 +402,9 @@ class StageMemo:
     """What `improve_strategy` learns of each state's stage game A, which stays
     the same from round to round: the cap its side's tie-break keeps, and
     the one pure action keeping it where there is only one, or whether the
-    side has one optimal strategy and holds it (see `_improve_state`)."""
+    side has one optimal strategy and holds it; whether the strategy held is
+    an answer of that tie-break; and A's value and optimal strategies where
+    they were found before the rounds (`stage_optima`). See `_improve_state`."""
 
     caps: np.ndarray
     lone: np.ndarray
@@ -676,7 +678,8 @@ def _iterated_side(
     evaluated = False
     preds = predecessors(buzzer)
     stale = np.ones(graph.num_states, np.bool_)
-    memo = memo if memo is not None else StageMemo.fresh(graph.num_states)  # `guarantee`'s stage games are the same in every round
+    # `guarantee`'s stage games are the same in every round.
+    memo = memo if memo is not None else StageMemo.fresh(graph.num_states)
     # A turn saved is worth about eta of buzzer value: gains below a hundredth of a turn are not pursued.
     enough = max(IMPROVED, 1e-2 * eta)
     for done in range(1, MAX_ROUNDS + 1):

@@ -441,8 +441,9 @@ def solve_part(
     and its strategies mirror between the seats.
 
     `timings`, if given, gains the seconds spent on the bracket ("solve"),
-    on the certificate ("certify") and on the rest ("hurry"). `hurried=False` skips hurried play: the value solve's
-    certified strategies are the answer (`_value_solution`)."""
+    on the certificate ("certify") and on the rest ("hurry").
+    `hurried=False` skips hurried play: the value solve's certified
+    strategies are the answer (`_value_solution`)."""
     start = time.perf_counter()
     with phase_clock.phase("bracket"):
         p1_graph = with_exit_payoffs(part, exits.p1_guarantee)
