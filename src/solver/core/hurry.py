@@ -18,7 +18,7 @@ shorter games, the losing side too, which is what closes hide-or-run loops:
 the side that is not forced to mix ends them at once.
 
 Only the actions some optimal stage strategy may play are kept
-(`stage_optima`, `pruning`): the others are never played, so cycles that
+(`stage_optima`, `pruning`): the others are never played (`stage.BEST_REPLY`), so cycles that
 only they close are not iterated.
 
 The buzzer game is discounted (a contraction), so it has a value and
@@ -57,10 +57,12 @@ from .graph import GameGraph, segment_positions
 from .pruning import kept_actions
 from .shapley import max_cells, stage_matrix_kernel
 from .stage import (
+    BEST_REPLY,
     col_guarantee,
     make_workspace,
     matrix_game_kernel_ws,
     only_optimal_strategy,
+    reply_shortfall,
     row_guarantee,
     tiebreak_cap,
     tiebreak_is_moot,
@@ -481,20 +483,14 @@ class Rounds:
         return "capped" if self.capped else str(self.rounds)
 
 
-PLAYABLE = 1e-9
-"""An action whose payoff against the opponent's optimal stage strategy falls
-short of the stage value by more than this is played by no optimal strategy
-(complementary slackness), except with a weight of at most the round-off of
-the value over this: hurried play takes it away (`stage_optima`)."""
-
-
 @numba.njit(cache=True)
 def _stage_optima(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, pay, unending, values, row_side, max_cells,
                   keep, value, row, col):
     """Per state, the stage game A at `values` solved: its value into `value`
     and optimal strategies into `row` and `col`, and into `keep` (over the
-    side's actions) those within `PLAYABLE` of the value against the
-    opponent's optimal strategy, and those the side's optimal strategy plays
+    side's actions) those within `BEST_REPLY` of the value against the
+    opponent's optimal strategy (played by no optimal strategy otherwise,
+    beyond a weight of the value's round-off over `BEST_REPLY`), and those the side's optimal strategy plays
     (so that it is a strategy of the game without the others). Where the side
     has one action, or the kernel cannot solve A, every action is kept and
     the value left nan."""
@@ -517,17 +513,10 @@ def _stage_optima(row_ptr, col_ptr, cell_ptr, out_ptr, out_next, out_prob, pay, 
         except Exception:  # noqa: BLE001 - every action stays, and the first visit solves A itself
             continue
         value[i] = v
+        own_strategy = x if row_side else y
         for k in range(own):
-            reply = 0.0
-            if row_side:
-                for h in range(n):
-                    reply += a[k, h] * y[h]
-                # The optimal strategy found keeps its own support, near ties of the kernel's round-off included.
-                keep[first + k] = reply >= v - PLAYABLE or x[k] > 0.0
-            else:
-                for h in range(m):
-                    reply += x[h] * a[h, k]
-                keep[first + k] = reply <= v + PLAYABLE or y[k] > 0.0
+            # The optimal strategy found keeps its own support, near ties of the kernel's round-off included.
+            keep[first + k] = reply_shortfall(a, v, x, y, k, row_side) <= BEST_REPLY or own_strategy[k] > 0.0
 
 
 @dataclass(frozen=True, eq=False)

@@ -41,6 +41,7 @@ import scipy.optimize
 from numpy.typing import ArrayLike
 
 __all__ = [
+    "BEST_REPLY",
     "MAX_DIM",
     "MatrixGameSolution",
     "StageSolveError",
@@ -54,6 +55,8 @@ __all__ = [
     "tiebreak_lp_ws",
     "tiebreak_side_ws",
     "max_regret",
+    "only_optimal_strategy",
+    "reply_shortfall",
     "row_guarantee",
     "col_guarantee",
     "solve_matrix_game",
@@ -753,7 +756,7 @@ _ALONE_MARGIN = 1e-9  # relative to max|A|: how far below the cap every other ac
 
 
 _SUPPORT = 1e-6  # an opponent's weight above this binds a column (a row) to the value ...
-_BEST_REPLY = 1e-9  # ... and a row (a column) within this of the value against its strategy may be played
+BEST_REPLY = 1e-9  # ... and a row (a column) within this of the value against its strategy may be played
 _RANK_PIVOT = 1e-6  # a pivot below this (times the matrix's largest entry) counts as zero: the rank falls short
 MOOT_MARGIN = 1e-6
 """How far below the value (above, for P2) every action that no optimal strategy
@@ -763,6 +766,22 @@ where the optimal strategy is unique: a tie-break keeping the value within
 changes a strategy by no more than `MOOT_WEIGHT` where tol is at most
 MOOT_WEIGHT * MOOT_MARGIN (the solver's 1e-12 is)."""
 MOOT_WEIGHT = 1e-6
+
+
+@numba.njit(cache=True)
+def reply_shortfall(A: np.ndarray, v: float, x: np.ndarray, y: np.ndarray, k: int, row_side: bool) -> float:
+    """How far the side's action k falls short of A's value `v` against the
+    opponent's strategy (P1's row k against `y`; P2's column k against `x`,
+    short meaning above the value). By complementary slackness no optimal
+    strategy plays an action short by more than round-off."""
+    reply = 0.0
+    if row_side:
+        for h in range(A.shape[1]):
+            reply += A[k, h] * y[h]
+        return v - reply
+    for h in range(A.shape[0]):
+        reply += x[h] * A[h, k]
+    return reply - v
 
 
 @numba.njit(cache=True)
@@ -780,7 +799,7 @@ def only_optimal_strategy(
     Where those equations and sum x = 1 leave one solution (full column
     rank), the optimal strategy is unique, and a tie-break among the optimal
     strategies has nothing to choose from. Conservative: rows within
-    `_BEST_REPLY` of the value count as best replies, only columns played
+    `BEST_REPLY` of the value count as best replies, only columns played
     with more than `_SUPPORT` bind, and a near-singular system counts as
     leaving a choice."""
     m, n = A.shape
@@ -788,11 +807,8 @@ def only_optimal_strategy(
     free = np.empty(own, np.int64)  # the actions an optimal strategy may play
     unknowns = 0
     for k in range(own):
-        reply = 0.0
-        for h in range(other):
-            reply += (A[k, h] * y[h]) if row_side else (x[h] * A[h, k])
-        short = (v - reply) if row_side else (reply - v)
-        if short <= _BEST_REPLY:
+        short = reply_shortfall(A, v, x, y, k, row_side)
+        if short <= BEST_REPLY:
             free[unknowns] = k
             unknowns += 1
         elif short < margin:
